@@ -1,0 +1,50 @@
+"""swan-jax: SWAN (Space-Weight ANtisymmetric GNN, Gravina et al., AAAI 2025) in JAX.
+
+The core is pure: `vector_field(params, graph, x, cfg)` and `solve(...)` over
+explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
+"""
+
+from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
+from swan_jax.field import (
+    build_operators,
+    field_with_operators,
+    init_params,
+    learned_edge_weights,
+    required_keys,
+    tree_size,
+    vector_field,
+)
+from swan_jax.models import (
+    BASELINE_LAYERS,
+    MLP,
+    GraphReadout,
+    LinearEncoder,
+    Model,
+    MPNNStack,
+    NodeReadout,
+    SWANBlock,
+    pool_nodes,
+)
+from swan_jax.operators import (
+    EdgeOperators,
+    aggregate,
+    antisymmetric_aggregate,
+    dense_operator,
+    edge_operators,
+    in_degree,
+    symmetric_aggregate,
+)
+from swan_jax.solvers import ADAPTIVE_SOLVERS, ADJOINTS, FIXED_STEP_SOLVERS, SOLVERS, solve
+from swan_jax.validation import validate_graph, validate_node_features
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
+    "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder", "MLP", "MPNNStack",
+    "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
+    "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
+    "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",
+    "required_keys", "solve", "symmetric_aggregate", "tree_size", "validate_graph",
+    "validate_node_features", "vector_field",
+]

@@ -1,0 +1,135 @@
+"""Configuration of the SWAN vector field (SPEC.md, "The vector field").
+
+`SWANConfig` is a JAX pytree: the numeric hyper-parameters `beta`, `gamma` and
+`epsilon` are leaves, so one compiled program can serve (and `jax.vmap` can batch)
+configurations that differ only in those values; everything that changes shapes or
+code paths (`variant`, `adjacency`, `num_layers`, `activation`, weight sharing) is
+static metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any
+
+import jax
+import numpy as np
+
+VARIANTS: tuple[str, ...] = (
+    "swan",
+    "swan-learn",
+    "swan-ne",
+    "swan-learn-ne",
+    "swan-beta0",
+    "adgn",
+)
+ADJACENCIES: tuple[str, ...] = ("sym", "adj")
+ACTIVATIONS: tuple[str, ...] = ("tanh", "relu", "sigmoid", "gelu", "identity")
+
+# Which of the variants learn their operators from the encoded input (Appendix A.2).
+LEARNED_VARIANTS: frozenset[str] = frozenset({"swan-learn", "swan-learn-ne"})
+# Variants whose weight-space term is the non-symmetrised `A_hat X V`.
+PLAIN_PHI_VARIANTS: frozenset[str] = frozenset({"swan-ne", "swan-learn-ne", "adgn"})
+# Variants without the space-antisymmetric term Psi.
+NO_PSI_VARIANTS: frozenset[str] = frozenset({"swan-beta0", "adgn"})
+
+
+def _is_concrete_number(value: Any) -> bool:
+    if isinstance(value, numbers.Number):
+        return True
+    return isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0
+
+
+def _check_choice(field: str, value: str, valid: tuple[str, ...], plural: str = "") -> None:
+    if value not in valid:
+        plural = plural or f"{field}s"
+        raise ValueError(f"unknown {field} {value!r}; valid {plural}: {', '.join(valid)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SWANConfig:
+    """Hyper-parameters of one SWAN ODE block.
+
+    Attributes:
+      variant: one of `VARIANTS` (SPEC.md table: swan, swan-learn, swan-ne,
+        swan-learn-ne, swan-beta0, adgn).
+      adjacency: `"sym"` for `A_hat = D^-1/2 A D^-1/2`, `"adj"` for `A_hat = A`.
+      beta: weight of the space-antisymmetric term Psi (ignored by swan-beta0, adgn).
+      gamma: stabilising shift, the field uses `W - W^T - gamma I`.
+      epsilon: step size; terminal time is `num_layers * epsilon`.
+      num_layers: number of Euler steps (the paper's layers), at least 1.
+      activation: the field's sigma.
+      weight_sharing: one `W, V, Z, b` for every step (default); if False the
+        parameters carry a leading axis of length `num_layers`.
+      edge_activation: sigma inside the edge MLP of the `-learn` variants.
+    """
+
+    variant: str = "swan"
+    adjacency: str = "sym"
+    beta: float = 1.0
+    gamma: float = 0.1
+    epsilon: float = 0.1
+    num_layers: int = 5
+    activation: str = "tanh"
+    weight_sharing: bool = True
+    edge_activation: str = "tanh"
+
+    def __post_init__(self) -> None:
+        _check_choice("variant", self.variant, VARIANTS)
+        _check_choice("adjacency", self.adjacency, ADJACENCIES, "adjacencies")
+        _check_choice("activation", self.activation, ACTIVATIONS)
+        _check_choice("edge activation", self.edge_activation, ACTIVATIONS)
+        if not isinstance(self.num_layers, numbers.Integral) or self.num_layers < 1:
+            raise ValueError(f"num_layers must be an integer >= 1, got {self.num_layers!r}")
+        if _is_concrete_number(self.epsilon) and not float(self.epsilon) > 0:
+            raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
+        for name in ("beta", "gamma", "epsilon"):
+            value = getattr(self, name)
+            if _is_concrete_number(value) and not np.isfinite(float(value)):
+                raise ValueError(f"{name} must be finite, got {value!r}")
+
+    @property
+    def learned_operators(self) -> bool:
+        return self.variant in LEARNED_VARIANTS
+
+    @property
+    def has_psi(self) -> bool:
+        return self.variant not in NO_PSI_VARIANTS
+
+    @property
+    def plain_phi(self) -> bool:
+        return self.variant in PLAIN_PHI_VARIANTS
+
+    @property
+    def t1(self):
+        """Terminal time `num_layers * epsilon` (SPEC.md, Integration)."""
+        return self.num_layers * self.epsilon
+
+    def replace(self, **changes: Any) -> SWANConfig:
+        return dataclasses.replace(self, **changes)
+
+
+_NUMERIC_FIELDS = ("beta", "gamma", "epsilon")
+_STATIC_FIELDS = tuple(
+    f.name for f in dataclasses.fields(SWANConfig) if f.name not in _NUMERIC_FIELDS
+)
+
+
+def _flatten(cfg: SWANConfig):
+    children = tuple(getattr(cfg, name) for name in _NUMERIC_FIELDS)
+    aux = tuple(getattr(cfg, name) for name in _STATIC_FIELDS)
+    return children, aux
+
+
+def _unflatten(aux, children) -> SWANConfig:
+    # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
+    cfg = object.__new__(SWANConfig)
+    for name, value in zip(_NUMERIC_FIELDS, children, strict=True):
+        object.__setattr__(cfg, name, value)
+    for name, value in zip(_STATIC_FIELDS, aux, strict=True):
+        object.__setattr__(cfg, name, value)
+    return cfg
+
+
+jax.tree_util.register_pytree_node(SWANConfig, _flatten, _unflatten)

@@ -1,0 +1,203 @@
+"""The SWAN vector field (SPEC.md "The vector field"; paper eq. new_adgn_graphwise).
+
+Row-vector convention, `X` is `[N, d]`:
+
+    dX/dt = sigma( X (W - W^T - gamma I) + Phi + beta Psi + b )
+    Phi   = (A_hat + A_hat^T) X (V - V^T)          (A_hat X V for -ne and adgn)
+    Psi   = (A_tilde - A_tilde^T) X (Z + Z^T)      (absent for swan-beta0 and adgn)
+
+Everything here is a pure function of explicit parameter pytrees, so it composes
+with `jit`, `grad` and `vmap` (many seeds at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import jraph
+import numpy as np
+
+from swan_jax.config import SWANConfig
+from swan_jax.operators import (
+    EdgeOperators,
+    aggregate,
+    antisymmetric_aggregate,
+    edge_operators,
+    symmetric_aggregate,
+)
+from swan_jax.validation import is_traced, validate_graph, validate_node_features
+
+Array = jax.Array
+Params = Mapping[str, Array]
+
+ACTIVATION_FNS = {
+    "tanh": jnp.tanh,
+    "relu": jax.nn.relu,
+    "sigmoid": jax.nn.sigmoid,
+    "gelu": jax.nn.gelu,
+    "identity": lambda v: v,
+}
+
+# Keys of the edge MLP of the -learn variants: F = mean_c ReLU(K2 sigma(K1 [x_u ++ x_v])).
+EDGE_MLP_KEYS: tuple[str, ...] = ("K1", "k1", "K2", "k2")
+STEP_KEYS: tuple[str, ...] = ("W", "V", "Z", "b")
+
+
+def required_keys(cfg: SWANConfig) -> tuple[str, ...]:
+    """Parameter keys the variant reads."""
+    keys = ["W", "V", "b"]
+    if cfg.has_psi:
+        keys.append("Z")
+    if cfg.learned_operators:
+        keys.extend(EDGE_MLP_KEYS)
+    return tuple(keys)
+
+
+def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> dict[str, Array]:
+    """Raw parameters for a block of width `hidden`.
+
+    `W, V, Z` are `[d, d]` (or `[L, d, d]` without weight sharing) drawn from
+    U(-1/sqrt(d), 1/sqrt(d)) like a PyTorch Linear; `b` is zero. The edge MLP of
+    the `-learn` variants is `K1 [2d, d]`, `k1 [d]`, `K2 [d, d]`, `k2 [d]`.
+    """
+    bound = 1.0 / jnp.sqrt(hidden)
+    lead = () if cfg.weight_sharing else (cfg.num_layers,)
+    keys = jax.random.split(key, 6)
+
+    def uniform(k, shape, fan_in):
+        b = 1.0 / jnp.sqrt(fan_in)
+        return jax.random.uniform(k, shape, dtype, -b, b)
+
+    params = {
+        "W": jax.random.uniform(keys[0], lead + (hidden, hidden), dtype, -bound, bound),
+        "V": jax.random.uniform(keys[1], lead + (hidden, hidden), dtype, -bound, bound),
+        "b": jnp.zeros(lead + (hidden,), dtype),
+    }
+    if cfg.has_psi:
+        params["Z"] = jax.random.uniform(keys[2], lead + (hidden, hidden), dtype, -bound, bound)
+    if cfg.learned_operators:
+        params["K1"] = uniform(keys[3], (2 * hidden, hidden), 2 * hidden)
+        params["k1"] = uniform(keys[4], (hidden,), 2 * hidden)
+        params["K2"] = uniform(keys[5], (hidden, hidden), hidden)
+        params["k2"] = jnp.zeros((hidden,), dtype)
+    return params
+
+
+def learned_edge_weights(
+    params: Params, graph: jraph.GraphsTuple, x0: Array, cfg: SWANConfig
+) -> Array:
+    """`F` on the existing edges (Appendix A.2, eqs. edgeFeat, embedEdges): `[E]`.
+
+    For edge `v -> u` (sender v, receiver u):
+    `F[u, v] = mean_c ReLU(K2 sigma(K1 [x_u(0) ++ x_v(0)]))`.
+    """
+    sigma = ACTIVATION_FNS[cfg.edge_activation]
+    pair = jnp.concatenate([x0[graph.receivers], x0[graph.senders]], axis=-1)
+    hidden = sigma(pair @ params["K1"] + params["k1"])
+    return jnp.mean(jax.nn.relu(hidden @ params["K2"] + params["k2"]), axis=-1)
+
+
+def build_operators(
+    params: Params, graph: jraph.GraphsTuple, x0: Array, cfg: SWANConfig
+) -> EdgeOperators:
+    """Edge weights of `A_hat`, `A_tilde` (or `A_hat_F`, `A_tilde_F` from `x0`)."""
+    num_nodes = x0.shape[0]
+    weights = learned_edge_weights(params, graph, x0, cfg) if cfg.learned_operators else None
+    return edge_operators(graph, num_nodes, cfg.adjacency, weights, dtype=x0.dtype)
+
+
+def layer_index(t: Array | float, cfg: SWANConfig) -> Array:
+    """Index of the step whose weights act at time t: `floor(t / epsilon)`, clipped.
+
+    A relative slack of 1e-5 keeps `t = l * epsilon` computed in floating point on layer l.
+    """
+    index = jnp.floor(t / cfg.epsilon + 1e-5).astype(jnp.int32)
+    return jnp.clip(index, 0, cfg.num_layers - 1)
+
+
+def step_params(params: Params, t: Array | float, cfg: SWANConfig) -> Params:
+    """The `W, V, Z, b` acting at time t (all of them under weight sharing)."""
+    if cfg.weight_sharing:
+        return params
+    index = layer_index(t, cfg)
+    return {k: (v[index] if k in STEP_KEYS else v) for k, v in params.items()}
+
+
+def field_with_operators(
+    params: Params,
+    graph: jraph.GraphsTuple,
+    x: Array,
+    ops: EdgeOperators,
+    cfg: SWANConfig,
+    t: Array | float = 0.0,
+) -> Array:
+    """The vector field with precomputed operators: `[N, d] -> [N, d]`."""
+    p = step_params(params, t, cfg)
+    d = x.shape[-1]
+    eye = jnp.eye(d, dtype=x.dtype)
+    W, V = p["W"], p["V"]
+    pre = x @ (W - W.T - cfg.gamma * eye) + p["b"]
+    if cfg.plain_phi:
+        pre = pre + aggregate(graph, ops.w_hat, x) @ V
+    else:
+        pre = pre + symmetric_aggregate(graph, ops.w_hat, x) @ (V - V.T)
+    if cfg.has_psi:
+        Z = p["Z"]
+        pre = pre + cfg.beta * (antisymmetric_aggregate(graph, ops.w_tilde, x) @ (Z + Z.T))
+    return ACTIVATION_FNS[cfg.activation](pre)
+
+
+def check_inputs(params: Params, graph: jraph.GraphsTuple, x: Array, cfg: SWANConfig) -> None:
+    """Host-side checks of config, parameters, graph and state (skipped under tracing)."""
+    if not isinstance(cfg, SWANConfig):
+        raise ValueError(f"cfg must be a SWANConfig, got {type(cfg).__name__}")
+    missing = [k for k in required_keys(cfg) if k not in params]
+    if missing:
+        raise ValueError(f"params for variant {cfg.variant!r} lack keys {missing}")
+    validate_graph(graph)
+    w_shape = tuple(jnp.shape(params["W"]))
+    expected = "[d, d]" if cfg.weight_sharing else f"[{cfg.num_layers}, d, d]"
+    if len(w_shape) != (2 if cfg.weight_sharing else 3) or w_shape[-1] != w_shape[-2]:
+        raise ValueError(f"params['W'] has shape {w_shape}; expected {expected}")
+    if not cfg.weight_sharing and w_shape[0] != cfg.num_layers:
+        raise ValueError(f"params['W'] has shape {w_shape}; expected {expected}")
+    if is_traced(graph.n_node):
+        return
+    validate_node_features(x, int(np.sum(np.asarray(graph.n_node))), width=w_shape[-1])
+
+
+def vector_field(
+    params: Params,
+    graph: jraph.GraphsTuple,
+    x: Array,
+    cfg: SWANConfig,
+    *,
+    t: Array | float = 0.0,
+    x0: Array | None = None,
+) -> Array:
+    """`dX/dt` of SWAN at state `x` (SPEC.md, eq. graph-wise SWAN).
+
+    Args:
+      params: raw `W, V, Z` `[d, d]` and `b` `[d]` (leading `[L]` axis without weight
+        sharing), plus `K1, k1, K2, k2` for the `-learn` variants.
+      graph: a `jraph.GraphsTuple`; only `senders`, `receivers`, `n_node` are read.
+      x: `[N, d]` node states.
+      cfg: the `SWANConfig`.
+      t: time, selects the step's weights when weights are layer-dependent.
+      x0: encoded input that the `-learn` operators are computed from; defaults to `x`.
+
+    Returns:
+      `[N, d]` time derivative.
+    """
+    check_inputs(params, graph, x, cfg)
+    x0 = x if x0 is None else x0
+    ops = build_operators(params, graph, x0, cfg)
+    return field_with_operators(params, graph, x, ops, cfg, t)
+
+
+def tree_size(params: Any) -> int:
+    """Number of scalars in a parameter pytree."""
+    return sum(int(jnp.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))

@@ -1,0 +1,161 @@
+"""Integrating the SWAN field with diffrax (SPEC.md "Integration", paper Appendix A.1).
+
+`solve(..., solver="euler")` takes `num_layers` forward-Euler steps of size `epsilon`:
+exactly the paper's layers `X(l+1) = X(l) + epsilon f(X(l))`. Any other solver
+integrates the same field from 0 to `t1 = num_layers * epsilon`: fixed-step solvers
+with `dt = epsilon`, adaptive ones from `dt0 = epsilon` under a PID controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jraph
+
+from swan_jax.config import SWANConfig
+from swan_jax.field import Params, build_operators, check_inputs, field_with_operators
+
+Array = jax.Array
+
+FIXED_STEP_SOLVERS: dict[str, Callable[[], diffrax.AbstractSolver]] = {
+    "euler": diffrax.Euler,
+    "heun": diffrax.Heun,
+    "midpoint": diffrax.Midpoint,
+    "ralston": diffrax.Ralston,
+}
+ADAPTIVE_SOLVERS: dict[str, Callable[[], diffrax.AbstractSolver]] = {
+    "bosh3": diffrax.Bosh3,
+    "tsit5": diffrax.Tsit5,
+    "dopri5": diffrax.Dopri5,
+    "dopri8": diffrax.Dopri8,
+    "kvaerno3": diffrax.Kvaerno3,  # implicit, for stiff settings
+    "kvaerno5": diffrax.Kvaerno5,  # implicit, for stiff settings
+}
+SOLVERS: tuple[str, ...] = tuple(FIXED_STEP_SOLVERS) + tuple(ADAPTIVE_SOLVERS)
+ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
+DEFAULT_MAX_STEPS = 4096
+
+
+def check_solver_name(solver: str | diffrax.AbstractSolver) -> None:
+    """Raise `ValueError` listing the valid names when `solver` is unknown."""
+    if isinstance(solver, diffrax.AbstractSolver):
+        return
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; valid solvers: {', '.join(SOLVERS)}")
+
+
+def make_solver(solver: str | diffrax.AbstractSolver) -> tuple[diffrax.AbstractSolver, bool]:
+    """The diffrax solver and whether it steps adaptively by default."""
+    check_solver_name(solver)
+    if isinstance(solver, diffrax.AbstractSolver):
+        return solver, False
+    if solver in FIXED_STEP_SOLVERS:
+        return FIXED_STEP_SOLVERS[solver](), False
+    return ADAPTIVE_SOLVERS[solver](), True
+
+
+def _make_adjoint(adjoint: str, solver: diffrax.AbstractSolver, checkpoints: int | None):
+    if adjoint == "recursive":
+        return diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints)
+    if adjoint == "backsolve":
+        return diffrax.BacksolveAdjoint(solver=solver)
+    if adjoint == "direct":
+        return diffrax.DirectAdjoint()
+    raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
+
+
+def _swan_term(t, y, args):
+    params, graph, ops, cfg = args
+    return field_with_operators(params, graph, y, ops, cfg, t)
+
+
+def layer_times(cfg: SWANConfig, dtype=jnp.float32) -> Array:
+    """`[L + 1]` times `l * epsilon`, l = 0..L: the layer boundaries."""
+    return jnp.arange(cfg.num_layers + 1, dtype=dtype) * jnp.asarray(cfg.epsilon, dtype)
+
+
+def solve(
+    params: Params,
+    graph: jraph.GraphsTuple,
+    x0: Array,
+    cfg: SWANConfig,
+    solver: str | diffrax.AbstractSolver = "euler",
+    *,
+    rtol: float = 1e-3,
+    atol: float = 1e-6,
+    adjoint: str = "recursive",
+    adaptive: bool | None = None,
+    max_steps: int | None = None,
+    save_trajectory: bool = False,
+) -> Array:
+    """Integrate SWAN from `x0` over `[0, num_layers * epsilon]`.
+
+    Args:
+      params, graph, cfg: as in `vector_field`.
+      x0: `[N, d]` encoded node states at t = 0 (also what `-learn` operators read).
+      solver: a name in `SOLVERS` or any `diffrax.AbstractSolver` instance.
+      rtol, atol: tolerances of the PID controller (adaptive stepping only).
+      adjoint: `"recursive"` (checkpointed backprop, checkpoints sized to the
+        step count for fixed steps), `"backsolve"` or `"direct"`.
+      adaptive: override the solver's default stepping (names in
+        `ADAPTIVE_SOLVERS` and instances that support it can step adaptively).
+      max_steps: step budget; defaults to `num_layers` for fixed steps and
+        4096 for adaptive ones.
+      save_trajectory: return the states at every layer time `l * epsilon`.
+
+    Returns:
+      `[N, d]` state at `t1`, or `[L + 1, N, d]` with `save_trajectory=True`.
+
+    Raises:
+      ValueError: unknown solver or adjoint, or bad inputs (before tracing).
+      equinox.EquinoxRuntimeError: (at run time) the step budget ran out.
+    """
+    check_inputs(params, graph, x0, cfg)
+    diffrax_solver, default_adaptive = make_solver(solver)
+    adaptive = default_adaptive if adaptive is None else adaptive
+    if adjoint not in ADJOINTS:
+        raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
+    ops = build_operators(params, graph, x0, cfg)
+    times = layer_times(cfg, x0.dtype)
+    if adaptive:
+        controller = diffrax.PIDController(rtol=rtol, atol=atol)
+        steps = DEFAULT_MAX_STEPS if max_steps is None else max_steps
+        checkpoints = None
+    else:
+        controller = diffrax.ConstantStepSize()
+        steps = cfg.num_layers if max_steps is None else max_steps
+        checkpoints = steps
+    saveat = diffrax.SaveAt(ts=times) if save_trajectory else diffrax.SaveAt(t1=True)
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(_swan_term),
+        diffrax_solver,
+        t0=times[0],
+        t1=times[-1],
+        dt0=times[1],
+        y0=x0,
+        args=(params, graph, ops, cfg),
+        saveat=saveat,
+        stepsize_controller=controller,
+        adjoint=_make_adjoint(adjoint, diffrax_solver, checkpoints),
+        max_steps=steps,
+        throw=False,
+    )
+    name = solver if isinstance(solver, str) else type(solver).__name__
+    ys = eqx.error_if(
+        solution.ys,
+        solution.result == diffrax.RESULTS.max_steps_reached,
+        f"solver {name!r} used its whole budget of max_steps={steps} steps before "
+        f"t1 = num_layers * epsilon: loosen rtol/atol, raise max_steps, or try a "
+        f"stiff solver such as 'kvaerno5'",
+    )
+    ys = eqx.error_if(
+        ys,
+        solution.result != diffrax.RESULTS.successful,
+        f"solver {name!r} failed to integrate the SWAN field (non-finite state or "
+        f"a failed implicit step); lower epsilon or tighten the tolerances",
+    )
+    return ys if save_trajectory else ys[-1]

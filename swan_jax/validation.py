@@ -1,0 +1,101 @@
+"""Input checks that run on the host, before any JAX tracing.
+
+Each check raises `ValueError` naming the field, index or value at fault. Checks
+are skipped for traced values (inside `jit`/`vmap`), where they cannot run.
+"""
+
+from __future__ import annotations
+
+import jax
+import jraph
+import numpy as np
+
+
+def is_traced(*values) -> bool:
+    """True when any leaf of `values` is a JAX tracer (we are inside a transform)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
+
+
+def _first_index(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask.reshape(-1))[0])
+
+
+def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -> None:
+    """Check a GraphsTuple's structure: shapes, dtypes, index ranges, node counts.
+
+    Raises:
+      ValueError: naming the first problem found (field, edge index, value).
+    """
+    if not isinstance(graph, jraph.GraphsTuple):
+        raise ValueError(f"graph must be a jraph.GraphsTuple, got {type(graph).__name__}")
+    if is_traced(graph.senders, graph.receivers, graph.n_node, graph.n_edge):
+        return
+    if graph.senders is None or graph.receivers is None:
+        raise ValueError("graph.senders and graph.receivers must be set (got None)")
+    if graph.n_node is None:
+        raise ValueError("graph.n_node must be set (got None)")
+    senders = np.asarray(graph.senders)
+    receivers = np.asarray(graph.receivers)
+    n_node = np.asarray(graph.n_node)
+    for name, arr in (("senders", senders), ("receivers", receivers), ("n_node", n_node)):
+        if arr.ndim != 1:
+            raise ValueError(f"graph.{name} must be 1-D, got shape {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"graph.{name} must hold integers, got dtype {arr.dtype}")
+    if senders.shape != receivers.shape:
+        raise ValueError(
+            f"graph.senders has {senders.shape[0]} edges but graph.receivers has "
+            f"{receivers.shape[0]}"
+        )
+    if np.any(n_node < 0):
+        raise ValueError(f"graph.n_node has a negative count at graph {_first_index(n_node < 0)}")
+    num_nodes = int(n_node.sum())
+    if graph.nodes is not None:
+        rows = jax.tree_util.tree_leaves(graph.nodes)
+        for leaf in rows:
+            if np.shape(leaf)[0] != num_nodes:
+                raise ValueError(
+                    f"sum(graph.n_node) = {num_nodes} but graph.nodes has "
+                    f"{np.shape(leaf)[0]} rows"
+                )
+    if graph.n_edge is not None:
+        n_edge = np.asarray(graph.n_edge)
+        if int(n_edge.sum()) != senders.shape[0]:
+            raise ValueError(
+                f"sum(graph.n_edge) = {int(n_edge.sum())} but graph has "
+                f"{senders.shape[0]} edges"
+            )
+    for name, arr in (("senders", senders), ("receivers", receivers)):
+        bad = (arr < 0) | (arr >= num_nodes)
+        if np.any(bad):
+            e = _first_index(bad)
+            raise ValueError(
+                f"graph.{name}[{e}] = {int(arr[e])} is out of range for a graph with "
+                f"{num_nodes} nodes"
+            )
+    if not allow_self_loops:
+        loops = senders == receivers
+        if np.any(loops):
+            e = _first_index(loops)
+            raise ValueError(f"graph has a self-loop at edge {e} (node {int(senders[e])})")
+
+
+def validate_node_features(x, num_nodes: int, width: int | None = None, name: str = "x") -> None:
+    """Check a `[num_nodes, width]` float feature array for shape and finiteness."""
+    if is_traced(x):
+        return
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D [num_nodes, d], got shape {arr.shape}")
+    if arr.shape[0] != num_nodes:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but the graph has {num_nodes} nodes")
+    if width is not None and arr.shape[1] != width:
+        raise ValueError(f"{name} has width {arr.shape[1]} but the parameters expect {width}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise ValueError(f"{name} must be a float array, got dtype {arr.dtype}")
+    bad = ~np.isfinite(arr)
+    if np.any(bad):
+        row, col = np.unravel_index(_first_index(bad), arr.shape)
+        raise ValueError(
+            f"{name} has a non-finite value ({arr[row, col]}) at row {row}, column {col}"
+        )
