@@ -23,7 +23,7 @@ $(VENV)/.installed-$(DEVICE): pyproject.toml
 install: $(VENV)/.installed-$(DEVICE)
 
 test: install
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 
 lint: install
 	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
