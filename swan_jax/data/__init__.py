@@ -1,5 +1,18 @@
-"""Data sets as flat NumPy arrays, and padded jraph batches with fixed budgets."""
+"""Data sets as flat NumPy arrays, and padded jraph batches with fixed budgets.
 
+- `dataset`: `GraphDataset`, the container every loader returns (atomic, versioned caches).
+- `batching`: padded batches with fixed node / edge / graph budgets and masks.
+- `transfer`: line / ring / crossed-ring graph transfer (paper Appendix D.1).
+- `graphprop`: PNA-style graph property prediction (Appendix D.2).
+"""
+
+from swan_jax.data.batching import Batch, Budget, budget_for, iterate_batches, make_batch
 from swan_jax.data.dataset import CACHE_VERSION, GraphDataset
+from swan_jax.data.graphprop import load_graphprop, make_graphprop_splits
+from swan_jax.data.transfer import TOPOLOGIES, load_transfer, make_transfer_dataset
 
-__all__ = ["CACHE_VERSION", "GraphDataset"]
+__all__ = [
+    "CACHE_VERSION", "Batch", "Budget", "GraphDataset", "TOPOLOGIES", "budget_for",
+    "iterate_batches", "load_graphprop", "load_transfer", "make_batch", "make_graphprop_splits",
+    "make_transfer_dataset",
+]

@@ -1,0 +1,175 @@
+"""The training loop: batching, losses, vmapped runs, resume, divergence, budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import swan_jax as sj
+from swan_jax.data.batching import budget_for, iterate_batches
+from swan_jax.losses import weighted_cross_entropy
+from swan_jax.train import TrainConfig, TrainingDiverged, train
+from tests.train_script import GRID, line_swap_dataset, model_fn, splits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_batches_have_one_shape_cover_every_graph_once_and_mask_padding():
+    data = line_swap_dataset(num_graphs=23)
+    budget = budget_for(data, 5)
+    seen, shapes = [], set()
+    for batch in iterate_batches(data, 5, budget, np.random.default_rng(0)):
+        shapes.add((batch.graph.nodes.shape, batch.graph.senders.shape, batch.graph.n_node.shape))
+        real = int(batch.graph_mask.sum())
+        assert real <= 5
+        assert batch.node_mask.sum() == batch.graph.n_node[:real].sum()
+        assert np.all(batch.graph.n_node[real + 1:] == 0)
+        # Padding edges stay on padding nodes.
+        pad_edges = slice(int(batch.graph.n_edge[:real].sum()), None)
+        assert np.all(~batch.node_mask[batch.graph.senders[pad_edges]])
+        seen.extend(batch.node_targets[batch.node_mask][:, 0].tolist())
+    assert len(shapes) == 1
+    assert sorted(seen) == sorted(data.node_targets[:, 0].tolist())
+
+
+def test_weighted_cross_entropy_matches_lrgb_formula():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(7, 3)).astype(np.float32)
+    labels = np.array([0, 0, 0, 1, 1, 2, 1])
+    mask = np.array([1, 1, 1, 1, 1, 0, 0], bool)  # class 2 only on padding
+    got = float(weighted_cross_entropy(jnp.asarray(logits), jnp.asarray(labels), jnp.asarray(mask)))
+    real_logits, real_labels = logits[mask], labels[mask]
+    counts = np.bincount(real_labels, minlength=3)
+    weight = (len(real_labels) - counts) / len(real_labels) * (counts > 0)
+    logp = real_logits - np.log(np.exp(real_logits).sum(1, keepdims=True))
+    nll = -logp[np.arange(len(real_labels)), real_labels]
+    want = np.sum(weight[real_labels] * nll) / np.sum(weight[real_labels])
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_vmapped_runs_equal_runs_one_by_one():
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=3, batch_size=4, seeds=(0, 1), progress=False)
+    together = train(model_fn, data, cfg, GRID)
+    # Run 3 is (second grid point, seed 1): the far corner of the stacked axis.
+    alone = train(model_fn, data, TrainConfig(epochs=3, batch_size=4, seeds=(1,),
+                                              progress=False), GRID[1:])
+    np.testing.assert_allclose([h["train_loss"][3] for h in together.history],
+                               [h["train_loss"][0] for h in alone.history], rtol=1e-5)
+    assert together.runs[3]["test"] == pytest.approx(alone.runs[0]["test"], rel=1e-4)
+    assert together.runs[3]["test"] != together.runs[0]["test"]
+
+
+def _run_script(tmp, name, epochs, resume=False):
+    out = tmp / f"{name}.json"
+    cmd = [sys.executable, "-m", "tests.train_script", str(tmp / f"ck_{name}"), str(out),
+           str(epochs)] + (["--resume"] if resume else [])
+    return cmd, out
+
+
+def test_resume_after_sigkill_is_bit_identical(tmp_path):
+    epochs = 8
+    cmd, full_out = _run_script(tmp_path, "full", epochs)
+    subprocess.run(cmd, check=True, cwd=ROOT, timeout=300)
+    cmd, out = _run_script(tmp_path, "killed", epochs)
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    ck = tmp_path / "ck_killed"
+    deadline = time.time() + 240
+    # Kill it as soon as a second epoch's checkpoint exists: mid-way through the run.
+    while time.time() < deadline and proc.poll() is None:
+        steps = [p for p in ck.glob("*") if p.name.isdigit()] if ck.exists() else []
+        if any(int(p.name) >= 2 for p in steps):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    cmd, out = _run_script(tmp_path, "killed", epochs, resume=True)
+    subprocess.run(cmd, check=True, cwd=ROOT, timeout=300)
+    full, resumed = json.loads(full_out.read_text()), json.loads(out.read_text())
+    assert resumed["runs"] == full["runs"]
+    assert resumed["history"] == full["history"]
+    assert resumed["params"] == full["params"]
+
+
+def test_existing_checkpoints_need_resume_and_matching_config(tmp_path):
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=1, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
+    train(model_fn, data, cfg, GRID[:1])
+    with pytest.raises(ValueError, match="already holds checkpoints: pass resume"):
+        train(model_fn, data, cfg, GRID[:1])
+    other = TrainConfig(epochs=2, batch_size=4, checkpoint_dir=str(tmp_path), resume=True,
+                        progress=False, learning_rate=0.5)
+    with pytest.raises(ValueError, match="belongs to another configuration"):
+        train(model_fn, data, other, GRID[:1])
+
+
+def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=6, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
+    grid = [{"epsilon": 0.5, "beta": 1.0, "learning_rate": 1e30}]
+    with pytest.raises(TrainingDiverged, match=r"epoch \d+, step \d+ for run 0 \(seed 0, "
+                                               r"\{'epsilon': 0.5, 'beta': 1.0") as err:
+        train(model_fn, data, cfg, grid)
+    epoch = int(str(err.value).split("epoch ")[1].split(",")[0])
+    if epoch > 0:  # the epochs before the divergence stay on disk
+        assert (tmp_path / str(epoch)).exists()
+    assert not (tmp_path / str(epoch + 1)).exists()
+
+
+def test_divergence_can_stop_one_run_of_a_grid():
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=4, batch_size=4, progress=False, on_divergence="stop_run")
+    grid = [{"epsilon": 0.1, "beta": 1.0, "learning_rate": 1e-3},
+            {"epsilon": 0.5, "beta": 1.0, "learning_rate": 1e30}]
+    result = train(model_fn, data, cfg, grid)
+    assert not result.runs[0]["diverged"] and result.runs[1]["diverged"]
+    assert np.isfinite(result.runs[0]["test"])
+
+
+def test_parameter_budget_is_enforced_before_training():
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=1, batch_size=4, max_params=100, progress=False)
+    with pytest.raises(ValueError, match=r"parameters, over the budget of 100"):
+        train(model_fn, data, cfg, GRID[:1])
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"seeds": ()}, "at least one seed"),
+    ({"epochs": 0}, "epochs must be >= 1"),
+    ({"loss": "hinge"}, "unknown loss 'hinge'; valid losses: mse"),
+    ({"metric": "auc"}, "unknown metric 'auc'"),
+])
+def test_bad_train_config(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**kwargs)
+
+
+def test_flax_model_vmaps_over_grid_of_traced_epsilon():
+    # The same compiled program serves every epsilon: one trace, many values.
+    import jax
+
+    data = splits(line_swap_dataset())
+    batch = next(iterate_batches(data["train"], 4, budget_for(data["train"], 4)))
+    traces = []
+
+    def apply(eps):
+        traces.append(1)
+        net = model_fn({"epsilon": eps, "beta": 1.0})
+        params = net.init(jax.random.PRNGKey(0), batch.graph)
+        return net.apply(params, batch.graph)
+
+    out = jax.jit(jax.vmap(apply))(jnp.asarray([0.1, 0.2, 0.3]))
+    assert len(traces) == 1 and out.shape[0] == 3
+    assert not np.allclose(out[0], out[2])
+    assert sj.SWANConfig(epsilon=0.1).epsilon == 0.1
