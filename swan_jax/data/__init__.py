@@ -4,14 +4,28 @@
 - `batching`: padded batches with fixed node / edge / graph budgets and masks.
 - `transfer`: line / ring / crossed-ring graph transfer (paper Appendix D.1).
 - `graphprop`: PNA-style graph property prediction (Appendix D.2).
+- `lrgb`, `molecules`, `safe_pickle`, `download`: LRGB loaders, OGB-style SMILES
+  featurisation over rdkit, a numpy-only unpickler, md5-checked downloads.
 """
 
 from swan_jax.data.batching import Batch, Budget, budget_for, iterate_batches, make_batch
 from swan_jax.data.dataset import CACHE_VERSION, GraphDataset
+from swan_jax.data.download import ChecksumError, DownloadError, fetch, md5_of
 from swan_jax.data.graphprop import load_graphprop, make_graphprop_splits
+from swan_jax.data.lrgb import (
+    DataFormatError,
+    load_pascalvoc_sp,
+    load_peptides_func,
+    load_peptides_struct,
+)
+from swan_jax.data.molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, smiles_to_graph
+from swan_jax.data.safe_pickle import UnsafePickleError, safe_load
 from swan_jax.data.transfer import TOPOLOGIES, load_transfer, make_transfer_dataset
 
 __all__ = [
+    "ATOM_FEATURE_DIMS", "BOND_FEATURE_DIMS", "ChecksumError", "DataFormatError",
+    "DownloadError", "UnsafePickleError", "fetch", "load_pascalvoc_sp", "load_peptides_func",
+    "load_peptides_struct", "md5_of", "safe_load", "smiles_to_graph",
     "CACHE_VERSION", "Batch", "Budget", "GraphDataset", "TOPOLOGIES", "budget_for",
     "iterate_batches", "load_graphprop", "load_transfer", "make_batch", "make_graphprop_splits",
     "make_transfer_dataset",

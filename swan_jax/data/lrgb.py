@@ -20,7 +20,7 @@ the official stratified split (CSV row indices, read with the safe unpickler). F
 float32 `[G, 11]` (targets already standardised in the official file; metric: MAE).
 
 PascalVOC-SP (edge_wt_region_boundary, SLIC compactness 30): `nodes` float32 `[N, 14]`,
-`edges` float32 `[E, 2]`, `node_targets` int32 `[N]` (21 classes; metric: macro F1).
+`edges` float32 `[E, 2]`, `node_targets` int32 `[N, 1]` (21 classes; metric: macro F1).
 Node features are standardised channel-wise with the mean and standard deviation over
 all *training* nodes, applied to train, val and test alike (`normalize=False` to keep raw
 features; a constant channel is only centred).
@@ -405,7 +405,7 @@ def _voc_graphs(path: Path, limit: int | None, progress: bool) -> list[dict]:
             raise DataFormatError(f"{where}: non-finite node or edge feature")
         out.append({"nodes": x.astype(np.float32), "edges": edge_attr.astype(np.float32),
                     "senders": edge_index[0], "receivers": edge_index[1],
-                    "node_targets": y.astype(np.int32)})
+                    "node_targets": y.astype(np.int32)[:, None]})
     if not out:
         raise DataFormatError(f"{path}: no graphs")
     return out
@@ -421,7 +421,7 @@ def load_pascalvoc_sp(data_dir: str | Path | None = None, cache_dir: str | Path 
     edge_wt_region_boundary/raw/`), each a list of tuples `(x float [n, 14], edge_attr
     float [e, 2], edge_index int [2, e], y int [n])` of NumPy arrays (8498 / 1428 / 1429
     graphs in the release). Returns `nodes` float32 `[N, 14]`, `edges` float32 `[E, 2]`,
-    `senders = edge_index[0]`, `receivers = edge_index[1]`, `node_targets` int32 `[N]`.
+    `senders = edge_index[0]`, `receivers = edge_index[1]`, `node_targets` int32 `[N, 1]`.
 
     With `normalize` (default), node features are standardised channel-wise with the mean
     and (population) standard deviation over all training nodes -- the same statistics for
