@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,cuda12
 endif
 
-.PHONY: install test lint reproduce-lrgb reproduce-transfer reproduce-graphprop bench clean
+.PHONY: install test lint reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,14 +28,22 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
 
+# Short CPU versions: make reproduce-lrgb EPOCHS=3 SEEDS=0 (empty = the paper's protocol).
+EPOCHS ?=
+SEEDS ?=
+RUN_FLAGS = $(if $(EPOCHS),--epochs $(EPOCHS)) $(if $(SEEDS),--seeds $(SEEDS)) --resume
+
 reproduce-lrgb: install
-	@echo "make reproduce-lrgb: coming with the LRGB issue"; exit 1
+	$(PY) experiments/lrgb.py --all --data-dir $(SWAN_DATA_DIR) $(RUN_FLAGS)
+
+reproduce-lrgb-grid: install
+	$(PY) experiments/lrgb.py --all --grid full --data-dir $(SWAN_DATA_DIR) $(RUN_FLAGS)
 
 reproduce-transfer: install
-	@echo "make reproduce-transfer: coming with the graph-transfer issue"; exit 1
+	$(PY) experiments/transfer.py --all $(RUN_FLAGS)
 
 reproduce-graphprop: install
-	@echo "make reproduce-graphprop: coming with the graph-property issue"; exit 1
+	$(PY) experiments/graphprop.py --all $(RUN_FLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
