@@ -4,6 +4,7 @@ The core is pure: `vector_field(params, graph, x, cfg)` and `solve(...)` over
 explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
 """
 
+from swan_jax import analysis
 from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
 from swan_jax.field import (
     build_operators,
@@ -40,7 +41,7 @@ from swan_jax.validation import validate_graph, validate_node_features
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
+    "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
     "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder", "MLP", "MPNNStack",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
