@@ -45,3 +45,15 @@ def random_directed(rng: np.random.Generator, num_nodes: int, num_edges: int):
     senders = rng.integers(0, num_nodes, num_edges)
     receivers = rng.integers(0, num_nodes, num_edges)
     return graph_from_edges(senders, receivers, num_nodes)
+
+
+def dataset_graph_to_networkx(data, g: int):
+    """Graph g of a `GraphDataset` as an undirected networkx graph (isolated nodes kept)."""
+    import networkx as nx
+
+    e0, e1 = data.edge_offsets[g], data.edge_offsets[g + 1]
+    graph = nx.Graph()
+    graph.add_nodes_from(range(int(data.n_node[g])))
+    graph.add_edges_from(zip(data.senders[e0:e1].tolist(), data.receivers[e0:e1].tolist(),
+                             strict=True))
+    return graph

@@ -16,12 +16,6 @@ from tests import reference as ref
 from tests.graphs import graph_from_edges, random_directed, random_undirected
 
 
-@pytest.fixture
-def x64():
-    with jax.enable_x64(True):
-        yield
-
-
 def make_params(cfg, d, seed=0, dtype=jnp.float64):
     params = sj.init_params(jax.random.PRNGKey(seed), d, cfg, dtype)
     # Non-zero bias and edge-MLP bias so every term of the formulas is exercised.

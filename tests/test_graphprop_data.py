@@ -10,19 +10,14 @@ import pytest
 
 from swan_jax.data import graphprop as gp
 from swan_jax.data.dataset import GraphDataset
+from tests.graphs import dataset_graph_to_networkx
 
 SMALL = {"nodes": {"train": (12, 15), "val": (12, 13), "test": (14,)},
          "per_size": {"train": 6, "val": 3, "test": 4}}
 SIZES = (25, 28, 29, 31, 34, 35)
 
 
-def _graph(data: GraphDataset, g: int) -> nx.Graph:
-    e0, e1 = data.edge_offsets[g], data.edge_offsets[g + 1]
-    graph = nx.Graph()
-    graph.add_nodes_from(range(int(data.n_node[g])))
-    graph.add_edges_from(zip(data.senders[e0:e1].tolist(), data.receivers[e0:e1].tolist(),
-                             strict=True))
-    return graph
+_graph = dataset_graph_to_networkx
 
 
 def _is_path(graph: nx.Graph) -> bool:

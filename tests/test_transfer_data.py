@@ -7,19 +7,13 @@ import numpy as np
 import pytest
 
 from swan_jax.data import transfer
-from swan_jax.data.dataset import GraphDataset
 from swan_jax.data.transfer import SOURCE, TARGET, TOPOLOGIES
+from tests.graphs import dataset_graph_to_networkx
 
 DISTANCES = (1, 2, 3, 5, 10, 50)
 
 
-def _graph(data: GraphDataset, g: int) -> nx.Graph:
-    e0, e1 = data.edge_offsets[g], data.edge_offsets[g + 1]
-    graph = nx.Graph()
-    graph.add_nodes_from(range(int(data.n_node[g])))
-    graph.add_edges_from(zip(data.senders[e0:e1].tolist(), data.receivers[e0:e1].tolist(),
-                             strict=True))
-    return graph
+_graph = dataset_graph_to_networkx
 
 
 @pytest.mark.parametrize("topology", TOPOLOGIES)
