@@ -199,5 +199,5 @@ def vector_field(
 
 
 def tree_size(params: Any) -> int:
-    """Number of scalars in a parameter pytree."""
-    return sum(int(jnp.size(leaf)) for leaf in jax.tree_util.tree_leaves(params))
+    """Number of scalars in a parameter pytree (arrays or `jax.ShapeDtypeStruct`s)."""
+    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params))

@@ -15,7 +15,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jraph
-import numpy as np
 
 Array = jax.Array
 
@@ -30,13 +29,6 @@ class EdgeOperators(NamedTuple):
 
     w_hat: Array
     w_tilde: Array
-
-
-def num_nodes_of(graph: jraph.GraphsTuple) -> int:
-    """Static number of node rows: taken from the node features when present."""
-    if graph.nodes is not None:
-        return jax.tree_util.tree_leaves(graph.nodes)[0].shape[0]
-    return int(np.sum(np.asarray(graph.n_node)))
 
 
 def safe_inverse(values: Array, power: float = 1.0) -> Array:

@@ -28,6 +28,7 @@ import optax
 
 from swan_jax.data.batching import Batch, Budget, budget_for, iterate_batches
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.field import tree_size as count_params
 from swan_jax.losses import get_loss
 
 Array = jax.Array
@@ -174,10 +175,6 @@ def select_runs(mask: Array, new: Any, old: Any) -> Any:
     """Per run (leading axis), `new` where `mask` else `old`."""
     return jax.tree_util.tree_map(
         lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
-
-
-def count_params(params: Any) -> int:
-    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params))
 
 
 def train(
