@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,cuda12
 endif
 
-.PHONY: install test lint reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop clean
+.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
+
+# Five benchmarks -> benchmarks/results/*.json, benchmarks/figures/benchmarks.png and the
+# table in BENCHMARKS.md (about 10 minutes on 2 CPU cores). BENCH_FLAGS=--quick for a look.
+BENCH_FLAGS ?=
+bench: install
+	$(PY) -m benchmarks.run_all $(BENCH_FLAGS)
 
 # Short CPU versions: make reproduce-lrgb EPOCHS=3 SEEDS=0 (empty = the paper's protocol).
 EPOCHS ?=

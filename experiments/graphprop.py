@@ -40,7 +40,7 @@ from swan_jax.cli import (
     base_parser,
     grid_points,
     machine_info,
-    parse_int_list,
+    parse_positive_int_list,
     parse_str_list,
     summarise_runs,
 )
@@ -121,6 +121,7 @@ class GraphPropConfig:
     resume: bool = False
     overwrite: bool = False
     progress: bool = True
+    data_parallel: bool = False
 
     def protocol(self) -> dict[str, Any]:
         """Everything besides the grid that makes two results comparable."""
@@ -200,6 +201,7 @@ def run_point(cfg: GraphPropConfig, results: ResultsFile, splits, task: str, lab
         weight_decay=cfg.weight_decay, loss="mse", metric="log10_mse",
         task_level=TASK_LEVEL[task], seeds=cfg.seeds, checkpoint_dir=None if ckpt is None
         else str(ckpt), resume=cfg.resume, on_divergence="stop_run", progress=cfg.progress,
+        data_parallel=cfg.data_parallel,
         description=f"{task}/{labels}/{model} h{hidden} L{layers} {adjacency}")
     model_fn = make_model_fn(cfg, model, hidden, layers, adjacency, TASK_LEVEL[task])
     out = train(model_fn, splits, train_cfg, grid, fingerprint_extra=key)
@@ -298,11 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated models: {', '.join(ALL_MODELS)}")
     p.add_argument("--layer-dependent", action="store_true",
                    help="with --variant: layer-dependent weights (no weight sharing)")
-    p.add_argument("--hidden", type=parse_int_list, default=None)
-    p.add_argument("--layers", type=parse_int_list, default=None)
-    p.add_argument("--per-size", type=parse_int_list, default=None,
+    p.add_argument("--hidden", type=parse_positive_int_list, default=None)
+    p.add_argument("--layers", type=parse_positive_int_list, default=None)
+    p.add_argument("--per-size", type=parse_positive_int_list, default=None,
                    help="graphs per node count for train,val,test (paper: 512,128,256)")
-    p.add_argument("--node-counts", type=parse_int_list, default=None,
+    p.add_argument("--node-counts", type=parse_positive_int_list, default=None,
                    help="node counts of every split (paper: train 25-34, val/test 25-29)")
     p.add_argument("--data-seed", type=int, default=graphprop.DEFAULT_SEED)
     p.add_argument("--cache-dir", type=Path, default=None)
@@ -313,16 +315,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> GraphPropConfig:
+    """The `GraphPropConfig` of parsed flags; inconsistent flags exit as argparse does (2)."""
+    fail = build_parser().error
     if args.per_size is not None and len(args.per_size) != 3:
-        raise SystemExit("--per-size takes three numbers: train,val,test")
+        fail(f"--per-size takes three numbers: train,val,test (got {len(args.per_size)})")
     if args.models is not None and (args.variant or args.layer_dependent):
-        raise SystemExit("give either --models or --variant [--layer-dependent], not both")
+        fail("give either --models or --variant [--layer-dependent], not both")
     models = args.models
     if models is None and args.variant is not None:
         models = tuple(v + ("-ld" if args.layer_dependent else "") for v in args.variant)
         bad = [m for m in models if m not in MODELS]
         if bad:
-            raise SystemExit(f"--layer-dependent is available for swan, swan-learn; not {bad}")
+            fail(f"--layer-dependent is available for swan, swan-learn; not {bad}")
     default = GraphPropConfig()
     given = {
         "tasks": TASKS if args.all and args.task is None else args.task,
@@ -340,7 +344,8 @@ def config_from_args(args: argparse.Namespace) -> GraphPropConfig:
         default, **{k: v for k, v in given.items() if v is not None}, seeds=args.seeds,
         solver=args.solver, rtol=args.rtol, atol=args.atol, adjoint=args.adjoint,
         data_seed=args.data_seed, checkpoints=not args.no_checkpoints, resume=args.resume,
-        overwrite=args.overwrite, progress=not args.no_progress)
+        overwrite=args.overwrite, progress=not args.no_progress,
+        data_parallel=args.data_parallel)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -34,8 +34,8 @@ from swan_jax.cli import (
     base_parser,
     grid_points,
     machine_info,
-    parse_float_list,
-    parse_int_list,
+    parse_nonnegative_float_list,
+    parse_positive_int_list,
     parse_str_list,
     positive_int,
     summarise_runs,
@@ -113,6 +113,7 @@ CONFIGS: dict[tuple[str, str], dict[str, Any]] = {
 # best validation epoch of the 300 is kept), head = mean pooling (graph tasks) then
 # MLP(hidden, hidden/2, outputs) with ReLU.
 TRAINING = {"optimizer": "adamw", "epochs": 300, "batch_size": 64, "patience": None}
+PARAM_BUDGET = 500_000  # LRGB's rule; --allow-more-params lifts it
 
 
 def readout_features(hidden: int, outputs: int) -> tuple[int, ...]:
@@ -174,7 +175,8 @@ def train_config(args, task: Task, ckpt: Path, description: str) -> TrainConfig:
         optimizer=TRAINING["optimizer"], loss=task.loss, metric=task.metric,
         task_level=task.level, seeds=tuple(args.seeds), checkpoint_dir=str(ckpt),
         resume=args.resume, allow_more_params=args.allow_more_params,
-        on_divergence="stop_run", progress=not args.no_progress, description=description)
+        on_divergence="stop_run", progress=not args.no_progress, description=description,
+        data_parallel=args.data_parallel)
 
 
 def checkpoint_dir(args, dataset, variant, static, numeric) -> Path:
@@ -196,7 +198,12 @@ def run_cell(args, dataset: str, variant: str, splits) -> dict[str, Any]:
         model_fn = make_model_fn(task, variant, static, args)
         params = parameter_count(model_fn, splits, numeric[0], args.batch_size)
         print(f"{dataset} / {variant} {static}: {params:,} parameters "
-              f"(budget 500,000), {len(numeric)} grid point(s) x {len(args.seeds)} seed(s)")
+              f"(budget {PARAM_BUDGET:,}), {len(numeric)} grid point(s) x {len(args.seeds)} "
+              f"seed(s)")
+        if params > PARAM_BUDGET and not args.allow_more_params:
+            raise SystemExit(f"{dataset} / {variant} {static}: {params:,} parameters exceed "
+                             f"LRGB's budget of {PARAM_BUDGET:,}; lower --hidden or --layers, "
+                             f"or pass --allow-more-params")
         ckpt = checkpoint_dir(args, dataset, variant, static, numeric)
         if args.overwrite and not args.resume and ckpt.exists():
             shutil.rmtree(ckpt)  # --overwrite starts the cell again
@@ -286,9 +293,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="every dataset x {swan, swan-learn} (PascalVOC-SP when its files exist)")
     p.add_argument("--grid", choices=("paper", "full"), default="paper",
                    help="paper: the selected configuration (CONFIGS); full: the paper's grid")
-    p.add_argument("--hidden", type=parse_int_list, default=None)
-    p.add_argument("--layers", type=parse_int_list, default=None)
-    p.add_argument("--weight-decay", type=parse_float_list, default=None)
+    p.add_argument("--hidden", type=parse_positive_int_list, default=None)
+    p.add_argument("--layers", type=parse_positive_int_list, default=None)
+    p.add_argument("--weight-decay", type=parse_nonnegative_float_list, default=None)
     p.add_argument("--data-dir", type=Path, default=Path(os.environ.get("SWAN_DATA_DIR")
                                                           or "data"))
     p.add_argument("--cache-dir", type=Path, default=None,

@@ -39,7 +39,7 @@ from swan_jax.cli import (
     base_parser,
     grid_points,
     machine_info,
-    parse_int_list,
+    parse_positive_int_list,
     parse_str_list,
     positive_int,
     summarise_runs,
@@ -83,6 +83,7 @@ class TransferConfig:
     resume: bool = False
     overwrite: bool = False
     progress: bool = True
+    data_parallel: bool = False
 
     def __post_init__(self) -> None:
         bad = [m for m in self.models if m not in MODELS]
@@ -146,7 +147,7 @@ def run_cell(cfg: TransferConfig, topology: str, distance: int, model: str) -> C
             epochs=cfg.epochs, patience=cfg.patience, batch_size=cfg.batch_size,
             optimizer="adam", learning_rate=cfg.lr[0], loss="mse", metric="mse",
             task_level="node", seeds=cfg.seeds, checkpoint_dir=ckpt, resume=cfg.resume,
-            on_divergence="stop_run", progress=cfg.progress,
+            on_divergence="stop_run", progress=cfg.progress, data_parallel=cfg.data_parallel,
             description=f"{topology} k={distance} {model} {tag}")
         extra = {"experiment": "transfer", "topology": topology, "distance": distance,
                  "model": model, "adjacency": tag, "hidden": cfg.hidden, "solver": cfg.solver,
@@ -251,7 +252,7 @@ def parse_args(argv: Sequence[str] | None = None) -> TransferConfig:
                         "by --topology / --distance / --model")
     p.add_argument("--topology", "--topologies", dest="topologies", default=None,
                    type=parse_str_list(TOPOLOGIES), help=f"any of {', '.join(TOPOLOGIES)}")
-    p.add_argument("--distance", "--distances", dest="distances", type=parse_int_list,
+    p.add_argument("--distance", "--distances", dest="distances", type=parse_positive_int_list,
                    default=None, help="source-target hops = SWAN steps = baseline layers")
     p.add_argument("--model", "--models", dest="models", type=parse_str_list(MODELS),
                    default=None, help=f"any of {', '.join(MODELS)}")
@@ -279,7 +280,7 @@ def parse_args(argv: Sequence[str] | None = None) -> TransferConfig:
         hidden=args.hidden, solver=args.solver, rtol=args.rtol, atol=args.atol,
         adjoint=args.adjoint, sizes=(args.train_size, args.val_size, args.test_size),
         cache_dir=args.cache_dir, resume=args.resume, overwrite=args.overwrite,
-        progress=not args.no_progress)
+        progress=not args.no_progress, data_parallel=args.data_parallel)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

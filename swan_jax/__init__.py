@@ -5,6 +5,7 @@ explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
 """
 
 from swan_jax import analysis
+from swan_jax.compiles import CompileCounter
 from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
 from swan_jax.field import (
     build_operators,
@@ -42,7 +43,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
-    "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder", "MLP", "MPNNStack",
+    "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder",
+    "MLP", "MPNNStack",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
     "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",

@@ -106,7 +106,7 @@ def graph_jacobian(
       `[N d, N d]`, rows and columns in `vec` (column-stacking) order; equals `M1 @ M2`
       of `jacobian_factors`.
     """
-    check_inputs(params, graph, x, cfg)
+    check_inputs(params, graph, x, cfg, x0)
     ops = build_operators(params, graph, x if x0 is None else x0, cfg)
     return map_jacobian(lambda state: field_with_operators(params, graph, state, ops, cfg, t), x)
 
@@ -134,7 +134,7 @@ def jacobian_factors(
     Returns:
       `M1` `[N d, N d]` (diagonal) and `M2` `[N d, N d]`, in `vec` order.
     """
-    check_inputs(params, graph, x, cfg)
+    check_inputs(params, graph, x, cfg, x0)
     num_nodes, width = x.shape
     ops = build_operators(params, graph, x if x0 is None else x0, cfg)
     a_hat = dense_operator(graph, ops.w_hat, num_nodes)

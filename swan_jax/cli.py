@@ -36,14 +36,54 @@ def parse_int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def parse_positive_int_list(text: str) -> tuple[int, ...]:
+    """'5,8' -> (5, 8); every value must be >= 1 (layers, widths, distances, sizes)."""
+    values = parse_int_list(text)
+    bad = [v for v in values if v < 1]
+    if bad:
+        raise argparse.ArgumentTypeError(f"every value must be >= 1, got {bad[0]} in {text!r}")
+    return values
+
+
+def parse_seed_list(text: str) -> tuple[int, ...]:
+    """'0,1,2' -> (0, 1, 2); seeds must be distinct (each one is a separate run)."""
+    values = parse_int_list(text)
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"seeds must be distinct, {repeated[0]} is repeated "
+                                         f"in {text!r}")
+    return values
+
+
 def parse_float_list(text: str) -> tuple[float, ...]:
-    """'0.5,0.1' -> (0.5, 0.1); an empty list is an error."""
+    """'0.5,0.1' -> (0.5, 0.1); an empty list, NaN or infinity is an error."""
     try:
         values = tuple(float(v) for v in text.split(",") if v.strip())
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from err
     if not values:
         raise argparse.ArgumentTypeError("expected at least one value, got an empty list")
+    bad = [v for v in values if not math.isfinite(v)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {bad[0]} in {text!r}")
+    return values
+
+
+def parse_positive_float_list(text: str) -> tuple[float, ...]:
+    """'0.5,0.1' -> (0.5, 0.1); every value must be > 0 (step sizes, learning rates)."""
+    values = parse_float_list(text)
+    bad = [v for v in values if not v > 0]
+    if bad:
+        raise argparse.ArgumentTypeError(f"every value must be > 0, got {bad[0]:g} in {text!r}")
+    return values
+
+
+def parse_nonnegative_float_list(text: str) -> tuple[float, ...]:
+    """'0,1e-4' -> (0.0, 0.0001); every value must be >= 0 (weight decay)."""
+    values = parse_float_list(text)
+    bad = [v for v in values if v < 0]
+    if bad:
+        raise argparse.ArgumentTypeError(f"every value must be >= 0, got {bad[0]:g} in {text!r}")
     return values
 
 
@@ -51,10 +91,13 @@ def parse_str_list(valid: Sequence[str]):
     """A parser for comma-separated names out of `valid`, naming the valid ones on error."""
     def parse(text: str) -> tuple[str, ...]:
         values = tuple(v.strip() for v in text.split(",") if v.strip())
-        bad = [v for v in values if v not in valid]
-        if bad or not values:
+        if not values:
             raise argparse.ArgumentTypeError(
-                f"unknown {bad or 'empty list'}; valid: {', '.join(valid)}")
+                f"expected at least one name, got an empty list; valid: {', '.join(valid)}")
+        bad = [v for v in values if v not in valid]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(repr, bad))}; valid: {', '.join(valid)}")
         return values
 
     return parse
@@ -62,8 +105,8 @@ def parse_str_list(valid: Sequence[str]):
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 
@@ -86,20 +129,25 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=positive_float, default=1e-3)
     p.add_argument("--atol", type=positive_float, default=1e-6)
     p.add_argument("--adjoint", choices=ADJOINTS, default="recursive")
-    p.add_argument("--seeds", type=parse_int_list, default=(0, 1, 2, 3),
+    p.add_argument("--seeds", type=parse_seed_list, default=(0, 1, 2, 3),
                    help="comma-separated seeds, trained together as one vmapped program")
     p.add_argument("--epochs", type=positive_int, default=None)
     p.add_argument("--patience", type=positive_int, default=None)
     p.add_argument("--batch-size", type=positive_int, default=None)
-    p.add_argument("--epsilon", type=parse_float_list, default=None, help="step-size grid")
+    p.add_argument("--epsilon", type=parse_positive_float_list, default=None,
+                   help="step-size grid (each > 0)")
     p.add_argument("--gamma", type=parse_float_list, default=None)
     p.add_argument("--beta", type=parse_float_list, default=None)
-    p.add_argument("--lr", type=parse_float_list, default=None, help="learning-rate grid")
+    p.add_argument("--lr", type=parse_positive_float_list, default=None,
+                   help="learning-rate grid (each > 0)")
     p.add_argument("--results-dir", type=Path, default=None)
     p.add_argument("--checkpoint-dir", type=Path, default=None)
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoints")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--data-parallel", action="store_true",
+                   help="split every step's graphs over all local devices (jax.sharding); "
+                        "after jax.distributed.initialize() over every host's devices")
     return p
 
 

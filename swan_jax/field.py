@@ -150,8 +150,29 @@ def field_with_operators(
     return ACTIVATION_FNS[cfg.activation](pre)
 
 
-def check_inputs(params: Params, graph: jraph.GraphsTuple, x: Array, cfg: SWANConfig) -> None:
-    """Host-side checks of config, parameters, graph and state (skipped under tracing)."""
+def expected_param_shapes(cfg: SWANConfig, hidden: int) -> dict[str, tuple[int, ...]]:
+    """Shape of every parameter the variant reads, for width `hidden` (see `init_params`)."""
+    lead = () if cfg.weight_sharing else (cfg.num_layers,)
+    shapes = {"W": lead + (hidden, hidden), "V": lead + (hidden, hidden), "b": lead + (hidden,)}
+    if cfg.has_psi:
+        shapes["Z"] = lead + (hidden, hidden)
+    if cfg.learned_operators:
+        shapes.update(K1=(2 * hidden, hidden), k1=(hidden,), K2=(hidden, hidden), k2=(hidden,))
+    return shapes
+
+
+def check_inputs(
+    params: Params,
+    graph: jraph.GraphsTuple,
+    x: Array,
+    cfg: SWANConfig,
+    x0: Array | None = None,
+) -> None:
+    """Host-side checks of config, parameters, graph and state (skipped under tracing).
+
+    Shapes are checked even under tracing (they are static); values only outside it.
+    `x0`, the encoded input of the `-learn` operators, must match `x` in shape.
+    """
     if not isinstance(cfg, SWANConfig):
         raise ValueError(f"cfg must be a SWANConfig, got {type(cfg).__name__}")
     missing = [k for k in required_keys(cfg) if k not in params]
@@ -164,9 +185,21 @@ def check_inputs(params: Params, graph: jraph.GraphsTuple, x: Array, cfg: SWANCo
         raise ValueError(f"params['W'] has shape {w_shape}; expected {expected}")
     if not cfg.weight_sharing and w_shape[0] != cfg.num_layers:
         raise ValueError(f"params['W'] has shape {w_shape}; expected {expected}")
+    width = w_shape[-1]
+    for key, shape in expected_param_shapes(cfg, width).items():
+        got = tuple(jnp.shape(params[key]))
+        if got != shape:
+            raise ValueError(f"params[{key!r}] has shape {got}; expected {shape} for "
+                             f"width d = {width} (from params['W'])")
+    if x0 is not None and tuple(jnp.shape(x0)) != tuple(jnp.shape(x)):
+        raise ValueError(f"x0 has shape {tuple(jnp.shape(x0))} but x has shape "
+                         f"{tuple(jnp.shape(x))}; they must match")
     if is_traced(graph.n_node):
         return
-    validate_node_features(x, int(np.sum(np.asarray(graph.n_node))), width=w_shape[-1])
+    num_nodes = int(np.sum(np.asarray(graph.n_node)))
+    validate_node_features(x, num_nodes, width=width)
+    if x0 is not None:
+        validate_node_features(x0, num_nodes, width=width, name="x0")
 
 
 def vector_field(
@@ -192,7 +225,7 @@ def vector_field(
     Returns:
       `[N, d]` time derivative.
     """
-    check_inputs(params, graph, x, cfg)
+    check_inputs(params, graph, x, cfg, x0)
     x0 = x if x0 is None else x0
     ops = build_operators(params, graph, x0, cfg)
     return field_with_operators(params, graph, x, ops, cfg, t)

@@ -7,6 +7,12 @@ axis; the batches are shared. Early stopping is per run: a run that has run out 
 patience keeps its best parameters frozen while the others go on, which gives the same
 numbers as stopping it alone. Every epoch is checkpointed with orbax; `resume=True`
 continues bit-identically (CPU, fixed seeds) from the newest checkpoint.
+
+`data_parallel=True` splits every step's graphs over all devices (`jax.sharding`: a
+one-axis mesh "batch", one padded sub-batch per device, parameters replicated); the
+loss is the masked mean over every device's rows, so the step is the single-device
+step on the same graphs. It also works across hosts after `jax.distributed.initialize()`
+(every process builds the same step and hands over only its own devices' sub-batches).
 """
 
 from __future__ import annotations
@@ -23,10 +29,17 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import jraph
 import numpy as np
 import optax
 
-from swan_jax.data.batching import Batch, Budget, budget_for, iterate_batches
+from swan_jax.data.batching import (
+    Batch,
+    Budget,
+    budget_for,
+    iterate_batches,
+    iterate_sharded_batches,
+)
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.field import tree_size as count_params
 from swan_jax.losses import get_loss
@@ -78,7 +91,9 @@ class TrainConfig:
 
     `learning_rate` / `weight_decay` are defaults that a grid point may override.
     `patience=None` disables early stopping. `on_divergence="stop_run"` stops only the
-    diverging run of a grid instead of raising.
+    diverging run of a grid instead of raising. `data_parallel` spreads each step's
+    graphs over every device (see the module docstring). `on_epoch_end(epoch, record)`
+    is called after each epoch with its history record (for progress hooks, profilers).
     """
 
     epochs: int = 100
@@ -97,8 +112,11 @@ class TrainConfig:
     max_params: int | None = 500_000
     allow_more_params: bool = False
     on_divergence: str = "raise"
+    data_parallel: bool = False
     progress: bool = True
     description: str = "train"
+    on_epoch_end: Callable[[int, dict[str, Any]], None] | None = dataclasses.field(
+        default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
@@ -153,10 +171,50 @@ def _make_tx(cfg: TrainConfig, hp: Hyper) -> optax.GradientTransformation:
                        optax.adam(hp["learning_rate"]))
 
 
-def _targets(batch: Batch, level: str):
-    if level == "node":
-        return batch.node_targets, batch.node_mask
-    return batch.graph_targets, batch.graph_mask
+def _flatten_shards(x):
+    """`[D, R, ...] -> [D * R, ...]`: the rows of every device's sub-batch, in order."""
+    return x.reshape((-1,) + x.shape[2:])
+
+
+def _targets(batch: Batch, level: str, sharded: bool = False):
+    target, mask = ((batch.node_targets, batch.node_mask) if level == "node"
+                    else (batch.graph_targets, batch.graph_mask))
+    if sharded:
+        return _flatten_shards(target), _flatten_shards(mask)
+    return target, mask
+
+
+class _Placement:
+    """Where arrays live: the default device, or a `batch` mesh over every device."""
+
+    def __init__(self, data_parallel: bool):
+        self.sharded = data_parallel
+        self.num_shards = jax.device_count() if data_parallel else 1
+        if data_parallel:
+            mesh = jax.sharding.Mesh(np.asarray(jax.devices()), ("batch",))
+            self.replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+            self.split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+
+    def batches(self, data: GraphDataset, batch_size: int, budget: Budget, rng=None):
+        if not self.sharded:
+            return iterate_batches(data, batch_size, budget, rng)
+        return iterate_sharded_batches(data, batch_size, budget, self.num_shards, rng)
+
+    def batch(self, batch: Batch) -> Batch:
+        if not self.sharded:
+            return jax.tree_util.tree_map(jnp.asarray, batch)
+        # Each process materialises only its own devices' sub-batches (multi-host safe).
+        return jax.tree_util.tree_map(
+            lambda a: jax.make_array_from_callback(a.shape, self.split, lambda i: a[i]), batch)
+
+    def state(self, tree):
+        return tree if not self.sharded else jax.device_put(tree, self.replicated)
+
+    def apply(self, module: nn.Module, params, graph: jraph.GraphsTuple):
+        """Predictions `[rows, T]`; sharded: every sub-batch's rows, device by device."""
+        if not self.sharded:
+            return module.apply(params, graph)
+        return _flatten_shards(jax.vmap(module.apply, in_axes=(None, 0))(params, graph))
 
 
 def _to_device(batch: Batch) -> Batch:
@@ -165,7 +223,10 @@ def _to_device(batch: Batch) -> Batch:
 
 def _fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None) -> str:
     keep = {k: v for k, v in dataclasses.asdict(cfg).items()
-            if k not in ("checkpoint_dir", "resume", "progress", "epochs", "description")}
+            if k not in ("checkpoint_dir", "resume", "progress", "epochs", "description",
+                         "on_epoch_end")}
+    if cfg.data_parallel:  # the device count decides which graphs share a step
+        keep["devices"] = jax.device_count()
     blob = json.dumps({"cfg": keep, "runs": runs, "extra": extra or {}}, sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -214,12 +275,14 @@ def train(
     loss_fn = get_loss(cfg.loss)
     metric_fn, mode = _metric_fns()[cfg.metric]
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
-    budget: Budget = budget_for(list(splits.values()), cfg.batch_size)
+    place = _Placement(cfg.data_parallel)
+    shard_size = math.ceil(cfg.batch_size / place.num_shards)  # graphs per device
+    budget: Budget = budget_for(list(splits.values()), shard_size)
     eval_batches = {
-        name: [_to_device(b) for b in iterate_batches(data, cfg.batch_size, budget)]
+        name: [place.batch(b) for b in place.batches(data, cfg.batch_size, budget)]
         for name, data in splits.items() if name != "train"
     }
-    example = _to_device(next(iterate_batches(splits["train"], cfg.batch_size, budget)))
+    example = _to_device(next(iterate_batches(splits["train"], shard_size, budget)))
 
     def init_one(key, h):
         params = model_fn(h).init(key, example.graph)
@@ -227,6 +290,7 @@ def train(
 
     keys = jnp.stack([jax.random.PRNGKey(seed) for _, seed in runs])
     params, opt_state = jax.jit(jax.vmap(init_one))(keys, hp)
+    hp = place.state(hp)
     num_params = count_params(jax.tree_util.tree_map(lambda x: x[0], params))
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
@@ -234,8 +298,8 @@ def train(
 
     def step_one(p, o, h, batch: Batch, active):
         def objective(q):
-            pred = model_fn(h).apply(q, batch.graph)
-            target, mask = _targets(batch, cfg.task_level)
+            pred = place.apply(model_fn(h), q, batch.graph)
+            target, mask = _targets(batch, cfg.task_level, place.sharded)
             return loss_fn(pred, target, mask)
 
         loss, grads = jax.value_and_grad(objective)(p)
@@ -251,14 +315,15 @@ def train(
     train_step = jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)), donate_argnums=(0, 1))
 
     def predict_one(p, h, batch: Batch):
-        return model_fn(h).apply(p, batch.graph)
+        return place.apply(model_fn(h), p, batch.graph)
 
     predict = jax.jit(jax.vmap(predict_one, in_axes=(0, 0, None)))
+    keep_best = jax.jit(select_runs, donate_argnums=(2,))
 
     def evaluate(p, split: str) -> list[float]:
         preds, targets = [], []
         for batch in eval_batches[split]:
-            target, mask = _targets(batch, cfg.task_level)
+            target, mask = _targets(batch, cfg.task_level, place.sharded)
             real = np.asarray(mask)
             preds.append(np.asarray(predict(p, hp, batch))[:, real])
             targets.append(np.asarray(target)[real])
@@ -294,6 +359,7 @@ def train(
             raise ValueError(f"{cfg.checkpoint_dir} already holds checkpoints: pass resume "
                              f"(--resume) to continue, or choose another directory")
 
+    params, opt_state, best_params = place.state((params, opt_state, best_params))
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -308,8 +374,8 @@ def train(
         active = jnp.asarray([not s for s in stopped])
         rng = np.random.default_rng([cfg.data_seed, epoch])
         losses = []
-        for batch in iterate_batches(splits["train"], cfg.batch_size, budget, rng):
-            params, opt_state, loss = train_step(params, opt_state, hp, _to_device(batch), active)
+        for batch in place.batches(splits["train"], cfg.batch_size, budget, rng):
+            params, opt_state, loss = train_step(params, opt_state, hp, place.batch(batch), active)
             losses.append(loss)
         losses = np.stack([np.asarray(x) for x in losses])  # [steps, runs]
         for r in range(n_runs):
@@ -330,7 +396,7 @@ def train(
         val = evaluate(params, "val")
         improved = [not stopped[r] and (best_epoch[r] < 0 or better(val[r], best_val[r]))
                     for r in range(n_runs)]
-        best_params = select_runs(jnp.asarray(improved), params, best_params)
+        best_params = keep_best(jnp.asarray(improved), params, best_params)
         for r in range(n_runs):
             if stopped[r]:
                 continue
@@ -343,6 +409,8 @@ def train(
         train_loss = [float(np.mean(losses[:, r])) for r in range(n_runs)]
         history.append({"epoch": epoch, "train_loss": train_loss, "val": val,
                         "seconds": time.perf_counter() - epoch_start})
+        if cfg.on_epoch_end is not None:
+            cfg.on_epoch_end(epoch, history[-1])
         if manager is not None:
             meta = {"epoch": epoch + 1, "fingerprint": fingerprint, "best_val": best_val,
                     "best_epoch": best_epoch, "bad_epochs": bad_epochs, "stopped": stopped,

@@ -23,6 +23,10 @@ def _first_index(mask: np.ndarray) -> int:
 def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -> None:
     """Check a GraphsTuple's structure: shapes, dtypes, index ranges, node counts.
 
+    With `n_edge` set, every edge must also join two nodes of the graph `n_edge` assigns
+    it to (the layout of `jraph.batch` and of padded batches): an edge crossing into
+    another graph would silently mix the graphs of a batch.
+
     Raises:
       ValueError: naming the first problem found (field, edge index, value).
     """
@@ -37,7 +41,11 @@ def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -
     senders = np.asarray(graph.senders)
     receivers = np.asarray(graph.receivers)
     n_node = np.asarray(graph.n_node)
-    for name, arr in (("senders", senders), ("receivers", receivers), ("n_node", n_node)):
+    n_edge = None if graph.n_edge is None else np.asarray(graph.n_edge)
+    fields = [("senders", senders), ("receivers", receivers), ("n_node", n_node)]
+    if n_edge is not None:
+        fields.append(("n_edge", n_edge))
+    for name, arr in fields:
         if arr.ndim != 1:
             raise ValueError(f"graph.{name} must be 1-D, got shape {arr.shape}")
         if not np.issubdtype(arr.dtype, np.integer):
@@ -49,6 +57,13 @@ def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -
         )
     if np.any(n_node < 0):
         raise ValueError(f"graph.n_node has a negative count at graph {_first_index(n_node < 0)}")
+    if n_edge is not None:
+        if n_edge.shape != n_node.shape:
+            raise ValueError(f"graph.n_edge has {n_edge.shape[0]} graphs but graph.n_node has "
+                             f"{n_node.shape[0]}")
+        if np.any(n_edge < 0):
+            raise ValueError(
+                f"graph.n_edge has a negative count at graph {_first_index(n_edge < 0)}")
     num_nodes = int(n_node.sum())
     if graph.nodes is not None:
         rows = jax.tree_util.tree_leaves(graph.nodes)
@@ -58,13 +73,10 @@ def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -
                     f"sum(graph.n_node) = {num_nodes} but graph.nodes has "
                     f"{np.shape(leaf)[0]} rows"
                 )
-    if graph.n_edge is not None:
-        n_edge = np.asarray(graph.n_edge)
-        if int(n_edge.sum()) != senders.shape[0]:
-            raise ValueError(
-                f"sum(graph.n_edge) = {int(n_edge.sum())} but graph has "
-                f"{senders.shape[0]} edges"
-            )
+    if n_edge is not None and int(n_edge.sum()) != senders.shape[0]:
+        raise ValueError(
+            f"sum(graph.n_edge) = {int(n_edge.sum())} but graph has {senders.shape[0]} edges"
+        )
     for name, arr in (("senders", senders), ("receivers", receivers)):
         bad = (arr < 0) | (arr >= num_nodes)
         if np.any(bad):
@@ -73,11 +85,32 @@ def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -
                 f"graph.{name}[{e}] = {int(arr[e])} is out of range for a graph with "
                 f"{num_nodes} nodes"
             )
+    if n_edge is not None and senders.size:
+        _check_edges_stay_in_their_graph(senders, receivers, n_node, n_edge)
     if not allow_self_loops:
         loops = senders == receivers
         if np.any(loops):
             e = _first_index(loops)
             raise ValueError(f"graph has a self-loop at edge {e} (node {int(senders[e])})")
+
+
+def _check_edges_stay_in_their_graph(senders: np.ndarray, receivers: np.ndarray,
+                                     n_node: np.ndarray, n_edge: np.ndarray) -> None:
+    """Edge e belongs to graph g by `n_edge`; both its ends must be nodes of graph g."""
+    offsets = np.concatenate([[0], np.cumsum(n_node)])
+    edge_graph = np.repeat(np.arange(n_node.shape[0]), n_edge)
+    low, high = offsets[edge_graph], offsets[edge_graph + 1]
+    for name, arr in (("senders", senders), ("receivers", receivers)):
+        bad = (arr < low) | (arr >= high)
+        if np.any(bad):
+            e = _first_index(bad)
+            g = int(edge_graph[e])
+            nodes = (f"nodes {int(low[e])}..{int(high[e]) - 1}" if high[e] > low[e]
+                     else "no nodes")
+            raise ValueError(
+                f"graph.{name}[{e}] = {int(arr[e])} is not a node of graph {g} ({nodes}), "
+                f"which edge {e} belongs to by graph.n_edge: edges must not cross graphs"
+            )
 
 
 def validate_node_features(x, num_nodes: int, width: int | None = None, name: str = "x") -> None:

@@ -8,7 +8,15 @@
   featurisation over rdkit, a numpy-only unpickler, md5-checked downloads.
 """
 
-from swan_jax.data.batching import Batch, Budget, budget_for, iterate_batches, make_batch
+from swan_jax.data.batching import (
+    Batch,
+    Budget,
+    budget_for,
+    iterate_batches,
+    iterate_sharded_batches,
+    make_batch,
+    stack_batches,
+)
 from swan_jax.data.dataset import CACHE_VERSION, GraphDataset
 from swan_jax.data.download import ChecksumError, DownloadError, fetch, md5_of
 from swan_jax.data.graphprop import load_graphprop, make_graphprop_splits
@@ -27,6 +35,7 @@ __all__ = [
     "DownloadError", "UnsafePickleError", "fetch", "load_pascalvoc_sp", "load_peptides_func",
     "load_peptides_struct", "md5_of", "safe_load", "smiles_to_graph",
     "CACHE_VERSION", "Batch", "Budget", "GraphDataset", "TOPOLOGIES", "budget_for",
-    "iterate_batches", "load_graphprop", "load_transfer", "make_batch", "make_graphprop_splits",
+    "iterate_batches", "iterate_sharded_batches", "load_graphprop", "load_transfer",
+    "make_batch", "make_graphprop_splits", "stack_batches",
     "make_transfer_dataset",
 ]

@@ -80,6 +80,7 @@ def pack(dataset: GraphDataset, order: np.ndarray, batch_size: int, budget: Budg
                          f"edges) does not fit the batch budget {budget}")
     groups, start = [], 0
     nodes = edges = 0
+    batch_size = min(batch_size, budget.n_graph - 1)  # one graph slot stays for the padding
     for i, g in enumerate(order):
         n, e = int(dataset.n_node[g]), int(dataset.n_edge[g])
         if i - start == batch_size or nodes + n + 1 > budget.n_node or edges + e > budget.n_edge:
@@ -94,7 +95,8 @@ def pack(dataset: GraphDataset, order: np.ndarray, batch_size: int, budget: Budg
 def make_batch(dataset: GraphDataset, graphs: np.ndarray, budget: Budget) -> Batch:
     """Gather `graphs` into one padded batch of shape `budget`."""
     n_off, e_off = dataset.node_offsets, dataset.edge_offsets
-    node_rows = np.concatenate([np.arange(n_off[g], n_off[g + 1]) for g in graphs])
+    node_rows = np.concatenate([np.arange(n_off[g], n_off[g + 1]) for g in graphs]
+                               + [np.zeros(0, np.int64)])  # no graphs: an all-padding batch
     edge_rows = np.concatenate([np.arange(e_off[g], e_off[g + 1]) for g in graphs]
                                + [np.zeros(0, np.int64)])
     n_node, n_edge = dataset.n_node[graphs], dataset.n_edge[graphs]
@@ -141,3 +143,36 @@ def iterate_batches(dataset: GraphDataset, batch_size: int, budget: Budget,
     order = np.arange(len(dataset)) if rng is None else rng.permutation(len(dataset))
     for graphs in pack(dataset, order, batch_size, budget):
         yield make_batch(dataset, graphs, budget)
+
+
+def stack_batches(batches: list[Batch]) -> Batch:
+    """`D` batches of one budget -> one `Batch` whose arrays lead with a `[D]` axis."""
+    return Batch(*(None if parts[0] is None else _stack(parts)
+                   for parts in zip(*batches, strict=True)))
+
+
+def _stack(parts):
+    if isinstance(parts[0], jraph.GraphsTuple):
+        return jraph.GraphsTuple(*(None if f[0] is None else np.stack(f)
+                                   for f in zip(*parts, strict=True)))
+    return np.stack(parts)
+
+
+def iterate_sharded_batches(dataset: GraphDataset, batch_size: int, budget: Budget,
+                            num_shards: int, rng: np.random.Generator | None = None
+                            ) -> Iterator[Batch]:
+    """Steps of `num_shards` sub-batches, stacked on a leading `[num_shards]` axis.
+
+    Each sub-batch holds up to `ceil(batch_size / num_shards)` graphs within `budget`
+    (the per-device budget), so a step covers about `batch_size` graphs: exactly the
+    same graphs, in the same order, as `iterate_batches` with the full budget when the
+    budgets never bind early. The last step is filled with all-padding sub-batches.
+    """
+    per_shard = math.ceil(batch_size / num_shards)
+    order = np.arange(len(dataset)) if rng is None else rng.permutation(len(dataset))
+    groups = pack(dataset, order, per_shard, budget)
+    empty = np.zeros(0, np.int64)
+    for start in range(0, len(groups), num_shards):
+        step = groups[start:start + num_shards]
+        step += [empty] * (num_shards - len(step))
+        yield stack_batches([make_batch(dataset, graphs, budget) for graphs in step])

@@ -22,6 +22,46 @@ _FIELDS = ("nodes", "edges", "senders", "receivers", "n_node", "n_edge",
            "node_targets", "graph_targets")
 
 
+def _index_array(name: str, values) -> np.ndarray:
+    """`values` as 1-D int32, refusing what the cast would change silently.
+
+    Fractions, non-finite values, booleans and numbers beyond int32 raise ValueError
+    naming the field and the first bad index; integral floats (an empty list) pass.
+    """
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        return arr.astype(np.int32)
+    integer = np.issubdtype(arr.dtype, np.integer)
+    if not (integer or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if not integer:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name}[{i}] = {arr[i]} is not an integer (dtype {arr.dtype})")
+    info = np.iinfo(np.int32)
+    bad = (arr < info.min) | (arr > info.max)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] = {arr[i]} does not fit in int32")
+    return arr.astype(np.int32)
+
+
+def _first_non_finite(arr: np.ndarray | None) -> tuple[int, int, float] | None:
+    """(row, column, value) of the first NaN / Inf of a float array, or None."""
+    if arr is None or not np.issubdtype(arr.dtype, np.floating):
+        return None
+    bad = ~np.isfinite(arr)
+    if not np.any(bad):
+        return None
+    index = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), arr.shape)
+    column = int(index[1]) if arr.ndim > 1 else 0
+    return int(index[0]), column, arr[index]
+
+
 @dataclasses.dataclass
 class GraphDataset:
     """Graphs back to back.
@@ -45,10 +85,11 @@ class GraphDataset:
     graph_targets: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        self.n_node = np.asarray(self.n_node, np.int32)
-        self.n_edge = np.asarray(self.n_edge, np.int32)
-        self.senders = np.asarray(self.senders, np.int32)
-        self.receivers = np.asarray(self.receivers, np.int32)
+        for name in ("n_node", "n_edge", "senders", "receivers"):
+            setattr(self, name, _index_array(name, getattr(self, name)))
+        for name in ("nodes", "edges", "node_targets", "graph_targets"):
+            if getattr(self, name) is not None:
+                setattr(self, name, np.asarray(getattr(self, name)))
         self.check()
 
     def __len__(self) -> int:
@@ -64,6 +105,18 @@ class GraphDataset:
 
     def check(self) -> None:
         """Raise ValueError naming the first inconsistency (graph index, field)."""
+        if self.n_edge.shape != self.n_node.shape:
+            raise ValueError(f"n_edge has {self.n_edge.shape[0]} graphs but n_node has "
+                             f"{self.n_node.shape[0]}")
+        for name in ("n_node", "n_edge"):
+            counts = getattr(self, name)
+            if np.any(counts < 0):
+                g = int(np.flatnonzero(counts < 0)[0])
+                raise ValueError(f"graph {g}: {name}[{g}] = {int(counts[g])} is negative")
+        for name in ("nodes", "edges"):
+            arr = getattr(self, name)
+            if arr is not None and arr.ndim != 2:
+                raise ValueError(f"{name} must be 2-D [rows, features], got shape {arr.shape}")
         total_nodes, total_edges = int(self.n_node.sum()), int(self.n_edge.sum())
         if self.nodes.shape[0] != total_nodes:
             raise ValueError(
@@ -93,10 +146,15 @@ class GraphDataset:
                     g = int(np.searchsorted(self.edge_offsets, e, side="right") - 1)
                     raise ValueError(f"graph {g}: {name}[{e}] = {int(arr[e])} is out of range "
                                      f"for its {int(self.n_node[g])} nodes")
-        if np.issubdtype(self.nodes.dtype, np.floating) and not np.all(np.isfinite(self.nodes)):
-            row = int(np.flatnonzero(~np.isfinite(self.nodes).all(axis=1))[0])
-            g = int(np.searchsorted(self.node_offsets, row, side="right") - 1)
-            raise ValueError(f"graph {g}: node row {row} has a non-finite feature")
+        for name, offsets in (("nodes", self.node_offsets), ("edges", self.edge_offsets),
+                              ("node_targets", self.node_offsets), ("graph_targets", None)):
+            found = _first_non_finite(getattr(self, name))
+            if found is not None:
+                row, column, value = found
+                g = row if offsets is None else int(
+                    np.searchsorted(offsets, row, side="right") - 1)
+                raise ValueError(f"graph {g}: {name} row {row}, column {column} is {value}; "
+                                 f"features and targets must be finite")
 
     def subset(self, indices) -> GraphDataset:
         """The graphs at `indices`, in that order."""

@@ -1,0 +1,40 @@
+"""Count JAX traces and XLA compilations, e.g. to check that an epoch compiles nothing.
+
+    with CompileCounter() as counter:
+        ...                       # anything that may call jitted functions
+    counter.compiles, counter.traces
+
+Padded batches of one budget keep every step's shapes static, so after the first
+epoch a training run should trace and compile nothing (benchmark 4, and a test).
+"""
+
+from __future__ import annotations
+
+import jax
+
+_COMPILE = "/jax/core/compile/backend_compile_duration"
+_TRACE = "/jax/core/compile/jaxpr_trace_duration"
+
+
+class CompileCounter:
+    """Counts compilation events of JAX's monitoring hooks while the context is open."""
+
+    def __init__(self) -> None:
+        self.compiles = 0
+        self.traces = 0
+
+    def _listen(self, event: str, duration: float, **_: object) -> None:
+        if event == _COMPILE:
+            self.compiles += 1
+        elif event == _TRACE:
+            self.traces += 1
+
+    def __enter__(self) -> CompileCounter:
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+    def snapshot(self) -> dict[str, int]:
+        return {"compiles": self.compiles, "traces": self.traces}
