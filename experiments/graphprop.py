@@ -350,7 +350,10 @@ def config_from_args(args: argparse.Namespace) -> GraphPropConfig:
 
 def main(argv: Sequence[str] | None = None) -> None:
     cfg = config_from_args(build_parser().parse_args(argv))
-    run(cfg)
+    try:
+        run(cfg)
+    except FileExistsError as err:  # an existing results file: say so, no traceback
+        raise SystemExit(str(err)) from None
     sys.stdout.write((cfg.results_dir / "table.md").read_text())
 
 

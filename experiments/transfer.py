@@ -285,7 +285,10 @@ def parse_args(argv: Sequence[str] | None = None) -> TransferConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
-    records = sweep(cfg)
+    try:
+        records = sweep(cfg)
+    except FileExistsError as err:  # an existing results file: say so, no traceback
+        raise SystemExit(str(err)) from None
     print(f"{'topology':<13}{'k':>4}  {'model':<14}{'test MSE':>11}{'std':>10}{'seconds':>9}")
     for r in records:
         print(f"{r['topology']:<13}{r['distance']:>4}  {r['model']:<14}"

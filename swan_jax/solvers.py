@@ -4,6 +4,12 @@
 exactly the paper's layers `X(l+1) = X(l) + epsilon f(X(l))`. Any other solver
 integrates the same field from 0 to `t1 = num_layers * epsilon`: fixed-step solvers
 with `dt = epsilon`, adaptive ones from `dt0 = epsilon` under a PID controller.
+
+Fixed steps are taken with the diffrax solver's own `step` in an unrolled `lax.scan`
+over the layer times (not `diffeqsolve`): reverse mode then keeps each step's
+residuals instead of recomputing steps from checkpoints, which makes the gradient as
+cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
+`backsolve` adjoint go through `diffrax.diffeqsolve`.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ ADAPTIVE_SOLVERS: dict[str, Callable[[], diffrax.AbstractSolver]] = {
 SOLVERS: tuple[str, ...] = tuple(FIXED_STEP_SOLVERS) + tuple(ADAPTIVE_SOLVERS)
 ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
 DEFAULT_MAX_STEPS = 4096
+MAX_UNROLL = 8  # layers unrolled per scan iteration: full unroll for the paper's 5 layers
 
 
 def check_solver_name(solver: str | diffrax.AbstractSolver) -> None:
@@ -78,6 +85,31 @@ def layer_times(cfg: SWANConfig, dtype=jnp.float32) -> Array:
     return jnp.arange(cfg.num_layers + 1, dtype=dtype) * jnp.asarray(cfg.epsilon, dtype)
 
 
+def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
+                 save_trajectory: bool, name: str) -> Array:
+    """One `solver.step` per layer interval `[times[l], times[l + 1]]`.
+
+    Returns `[N, d]` at `times[-1]`, or `[L + 1, N, d]` at every time.
+    """
+    term = diffrax.ODETerm(_swan_term)
+    num_steps = times.shape[0] - 1
+    state = solver.init(term, times[0], times[1], x0, args)
+
+    def body(carry, index):
+        y, solver_state, ok = carry
+        y_next, _, _, solver_state, result = solver.step(
+            term, times[index], times[index + 1], y, args, solver_state, made_jump=False)
+        ok = ok & (result == diffrax.RESULTS.successful)
+        return (y_next, solver_state, ok), (y_next if save_trajectory else None)
+
+    (y, _, ok), trajectory = jax.lax.scan(
+        body, (x0, state, jnp.asarray(True)), jnp.arange(num_steps),
+        unroll=min(num_steps, MAX_UNROLL))
+    out = jnp.concatenate([x0[None], trajectory]) if save_trajectory else y
+    return eqx.error_if(out, ~ok, f"solver {name!r} failed a fixed step (for an implicit "
+                                  f"solver: its root find did not converge); lower epsilon")
+
+
 def solve(
     params: Params,
     graph: jraph.GraphsTuple,
@@ -99,12 +131,13 @@ def solve(
       x0: `[N, d]` encoded node states at t = 0 (also what `-learn` operators read).
       solver: a name in `SOLVERS` or any `diffrax.AbstractSolver` instance.
       rtol, atol: tolerances of the PID controller (adaptive stepping only).
-      adjoint: `"recursive"` (checkpointed backprop, checkpoints sized to the
-        step count for fixed steps), `"backsolve"` or `"direct"`.
+      adjoint: `"recursive"` (checkpointed backprop through the adaptive steps; for
+        fixed steps, plain backprop through them, as `"direct"`), `"backsolve"`
+        (continuous adjoint, via `diffeqsolve` for every solver) or `"direct"`.
       adaptive: override the solver's default stepping (names in
         `ADAPTIVE_SOLVERS` and instances that support it can step adaptively).
-      max_steps: step budget; defaults to `num_layers` for fixed steps and
-        4096 for adaptive ones.
+      max_steps: step budget of adaptive solvers (default 4096); fixed-step
+        solvers take exactly `num_layers` steps (a smaller budget is an error).
       save_trajectory: return the states at every layer time `l * epsilon`.
 
     Returns:
@@ -121,6 +154,14 @@ def solve(
         raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
     ops = build_operators(params, graph, x0, cfg)
     times = layer_times(cfg, x0.dtype)
+    name = solver if isinstance(solver, str) else type(solver).__name__
+    if not adaptive and max_steps is not None and max_steps < cfg.num_layers:
+        raise ValueError(f"max_steps={max_steps} is below num_layers={cfg.num_layers}: a "
+                         f"fixed-step solver takes exactly num_layers steps")
+    if not adaptive and adjoint != "backsolve":
+        # Discrete backprop through the steps ("recursive" and "direct" alike).
+        return _fixed_steps(diffrax_solver, x0, (params, graph, ops, cfg), times,
+                            save_trajectory, name)
     if adaptive:
         controller = diffrax.PIDController(rtol=rtol, atol=atol)
         steps = DEFAULT_MAX_STEPS if max_steps is None else max_steps
@@ -144,7 +185,6 @@ def solve(
         max_steps=steps,
         throw=False,
     )
-    name = solver if isinstance(solver, str) else type(solver).__name__
     ys = eqx.error_if(
         solution.ys,
         solution.result == diffrax.RESULTS.max_steps_reached,
