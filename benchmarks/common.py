@@ -1,0 +1,133 @@
+"""Shared pieces of the benchmarks: machine record, timing, Peptides-func batches, models."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import swan_jax as sj
+from swan_jax.data import (
+    DownloadError,
+    GraphDataset,
+    budget_for,
+    iterate_batches,
+    load_peptides_func,
+)
+from swan_jax.encoders import AtomEncoder
+from swan_jax.losses import binary_cross_entropy
+
+ROOT = Path(__file__).resolve().parents[1]
+HIDDEN, LAYERS, BATCH = 128, 5, 64  # the paper's runtime table (Appendix, "Runtimes")
+
+
+def machine() -> dict[str, Any]:
+    """Where and with what a benchmark ran."""
+    import diffrax
+
+    return {"platform": platform.platform(), "processor": platform.processor() or "unknown",
+            "cpu_count": os.cpu_count(), "device": str(jax.devices()[0]),
+            "device_kind": jax.devices()[0].device_kind, "devices": jax.device_count(),
+            "jax": jax.__version__, "flax": flax.__version__, "diffrax": diffrax.__version__,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def timeit(fn: Callable[[], Any], repeat: int = 10, warmup: int = 1) -> dict[str, float]:
+    """Median and spread of `repeat` wall-clock calls (results blocked on), after warmup."""
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - start)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
+            "repeat": repeat}
+
+
+def matmul_rate(rows: int = 9600, width: int = 128, repeat: int = 30) -> float:
+    """Measured f32 rate (FLOP/s) of a `[rows, width] @ [width, width]` product."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (rows, width), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (width, width), jnp.float32)
+    product = jax.jit(lambda a, b: a @ b)
+    seconds = timeit(lambda: product(a, b), repeat=repeat, warmup=3)["median_s"]
+    return 2.0 * rows * width * width / seconds
+
+
+def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
+    """Peptide-shaped stand-ins (when the real files are absent): chains of about 151 atoms
+    with a ring every 10 atoms, random OGB atom and bond codes."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for _ in range(num_graphs):
+        n = int(rng.integers(120, 180))
+        s = np.arange(n - 1)
+        rings = np.arange(0, n - 6, 10)
+        send = np.concatenate([s, rings])
+        recv = np.concatenate([s + 1, rings + 5])
+        e = len(send)
+        graphs.append(dict(nodes=rng.integers(0, 5, (n, 9)).astype(np.int32),
+                           edges=rng.integers(0, 3, (2 * e, 3)).astype(np.int32),
+                           senders=np.concatenate([send, recv]),
+                           receivers=np.concatenate([recv, send]),
+                           graph_targets=rng.integers(0, 2, (1, 10)).astype(np.float32)))
+    return GraphDataset.from_graphs(graphs)
+
+
+def peptides_train(num_graphs: int | None = None) -> tuple[GraphDataset, str]:
+    """Peptides-func training graphs (real when the files are there) and their source."""
+    data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+    try:
+        splits = load_peptides_func(data_dir, download=False, progress=False)
+        data, source = splits["train"], "peptides-func (real)"
+    except (FileNotFoundError, DownloadError):
+        data, source = _synthetic_peptides(num_graphs or 1024), "synthetic peptide-shaped"
+    if num_graphs is not None and num_graphs < len(data):
+        data = data.subset(range(num_graphs))
+    return data, source
+
+
+def peptide_batch(data: GraphDataset, seed: int = 0):
+    """One padded Peptides batch of `BATCH` graphs (the LRGB experiment's budget)."""
+    budget = budget_for(data, BATCH)
+    batch = next(iterate_batches(data, BATCH, budget, np.random.default_rng(seed)))
+    return jax.tree_util.tree_map(jnp.asarray, batch), budget
+
+
+def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: str = "euler"):
+    """Atom encoder, processor (`swan`, `swan-learn`, or a baseline such as `gcn`), and the
+    LRGB experiment's mean-pool MLP head for Peptides-func's 10 labels."""
+    head = sj.GraphReadout((hidden, hidden // 2, 10), pooling=("mean",))
+    if kind in sj.VARIANTS:
+        cfg = sj.SWANConfig(variant=kind, adjacency="sym", num_layers=layers, beta=1.0,
+                            gamma=0.1, epsilon=1.0)
+        processor = sj.SWANBlock(cfg, solver)
+    else:
+        processor = sj.MPNNStack(kind, hidden, layers)
+    return sj.Model(AtomEncoder(hidden), processor, head)
+
+
+def train_step_fn(model):
+    """A jitted AdamW training step on one batch (the training loop's step, one run)."""
+    tx = optax.adamw(1e-3)
+
+    def step(params, opt_state, batch):
+        def objective(q):
+            pred = model.apply(q, batch.graph)
+            return binary_cross_entropy(pred, batch.graph_targets, batch.graph_mask)
+
+        loss, grads = jax.value_and_grad(objective)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    return jax.jit(step), tx
