@@ -36,13 +36,18 @@ def parse_int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def _require(values: tuple, ok, requirement: str, text: str) -> tuple:
+    """`values` if every one passes `ok`, else an error naming the first that does not."""
+    bad = [v for v in values if not ok(v)]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"every value must be {requirement}, got {bad[0]:g} in {text!r}")
+    return values
+
+
 def parse_positive_int_list(text: str) -> tuple[int, ...]:
     """'5,8' -> (5, 8); every value must be >= 1 (layers, widths, distances, sizes)."""
-    values = parse_int_list(text)
-    bad = [v for v in values if v < 1]
-    if bad:
-        raise argparse.ArgumentTypeError(f"every value must be >= 1, got {bad[0]} in {text!r}")
-    return values
+    return _require(parse_int_list(text), lambda v: v >= 1, ">= 1", text)
 
 
 def parse_seed_list(text: str) -> tuple[int, ...]:
@@ -71,20 +76,12 @@ def parse_float_list(text: str) -> tuple[float, ...]:
 
 def parse_positive_float_list(text: str) -> tuple[float, ...]:
     """'0.5,0.1' -> (0.5, 0.1); every value must be > 0 (step sizes, learning rates)."""
-    values = parse_float_list(text)
-    bad = [v for v in values if not v > 0]
-    if bad:
-        raise argparse.ArgumentTypeError(f"every value must be > 0, got {bad[0]:g} in {text!r}")
-    return values
+    return _require(parse_float_list(text), lambda v: v > 0, "> 0", text)
 
 
 def parse_nonnegative_float_list(text: str) -> tuple[float, ...]:
     """'0,1e-4' -> (0.0, 0.0001); every value must be >= 0 (weight decay)."""
-    values = parse_float_list(text)
-    bad = [v for v in values if v < 0]
-    if bad:
-        raise argparse.ArgumentTypeError(f"every value must be >= 0, got {bad[0]:g} in {text!r}")
-    return values
+    return _require(parse_float_list(text), lambda v: v >= 0, ">= 0", text)
 
 
 def parse_str_list(valid: Sequence[str]):
