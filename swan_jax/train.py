@@ -360,7 +360,7 @@ def train(
                              f"(--resume) to continue, or choose another directory")
 
     params, opt_state, best_params = place.state((params, opt_state, best_params))
-    bar = None
+    bar, steps_per_epoch = None, None  # the step count is known after the first epoch
     if cfg.progress:
         from tqdm.auto import tqdm
 
@@ -374,9 +374,14 @@ def train(
         active = jnp.asarray([not s for s in stopped])
         rng = np.random.default_rng([cfg.data_seed, epoch])
         losses = []
-        for batch in place.batches(splits["train"], cfg.batch_size, budget, rng):
+        batches = place.batches(splits["train"], cfg.batch_size, budget, rng)
+        if bar is not None:  # steps within the epoch: long epochs show they are moving
+            batches = tqdm(batches, total=steps_per_epoch, desc=f"epoch {epoch + 1}",
+                           unit="step", leave=False, dynamic_ncols=True)
+        for batch in batches:
             params, opt_state, loss = train_step(params, opt_state, hp, place.batch(batch), active)
             losses.append(loss)
+        steps_per_epoch = len(losses)
         losses = np.stack([np.asarray(x) for x in losses])  # [steps, runs]
         for r in range(n_runs):
             bad = ~np.isfinite(losses[:, r])
