@@ -20,7 +20,10 @@ class CheckpointStore:
         self.directory = Path(directory).absolute()
         self._manager = ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+            # Saves are synchronous: the epoch waits for them anyway, and orbax's async
+            # path only adds "waiting for previous save" warnings.
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
+                                                 enable_async_checkpointing=False),
         )
 
     def latest_epoch(self) -> int | None:

@@ -69,7 +69,7 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     assert list((out / "checkpoints" / "sssp" / "adgn" / "swan").iterdir())
 
     # A second invocation without --resume / --overwrite refuses to clobber the results...
-    with pytest.raises(FileExistsError):
+    with pytest.raises(SystemExit, match="exists; pass --resume"):
         gp.main(argv)
 
     # ...and with --resume it trains nothing and rewrites the same table.

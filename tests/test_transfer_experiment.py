@@ -79,7 +79,7 @@ def test_end_to_end_writes_results_and_figure_and_skips_done_cells(tmp_path):
                                          "gamma": 0.1, "learning_rate": 1e-3}
     png = (tmp_path / "out" / "transfer.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    with pytest.raises(FileExistsError):
+    with pytest.raises(SystemExit, match="exists; pass --resume"):
         T.main(argv)
     assert T.main([*argv, "--resume"]) == 0  # both cells done: nothing trains
     assert json.loads((tmp_path / "out" / "results.json").read_text())["records"] == records
