@@ -14,7 +14,6 @@ import flax
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 import swan_jax as sj
 from swan_jax.data import (
@@ -25,7 +24,7 @@ from swan_jax.data import (
     load_peptides_func,
 )
 from swan_jax.encoders import AtomEncoder
-from swan_jax.losses import binary_cross_entropy
+from swan_jax.train import TrainConfig, init_runs, make_train_step, stack_hparams
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDDEN, LAYERS, BATCH = 128, 5, 64  # the paper's runtime table (Appendix, "Runtimes")
@@ -117,17 +116,25 @@ def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: st
     return sj.Model(AtomEncoder(hidden), processor, head)
 
 
-def train_step_fn(model):
-    """A jitted AdamW training step on one batch (the training loop's step, one run)."""
-    tx = optax.adamw(1e-3)
+def train_step_fn(model, batch, seeds: int = 1):
+    """The training loop's own step (`swan_jax.train.make_train_step`: AdamW, BCE, finite
+    checks) for `seeds` runs of `model` on `batch`: `once()` takes one step; `state` holds
+    the stacked parameters and optimiser states."""
+    cfg = TrainConfig(optimizer="adamw", loss="bce", metric="ap", task_level="graph",
+                      seeds=tuple(range(seeds)), progress=False)
 
-    def step(params, opt_state, batch):
-        def objective(q):
-            pred = model.apply(q, batch.graph)
-            return binary_cross_entropy(pred, batch.graph_targets, batch.graph_mask)
+    def model_fn(hp):
+        return model
 
-        loss, grads = jax.value_and_grad(objective)(params)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+    runs, hp = stack_hparams([{}], cfg.seeds, cfg)
+    params, opt_state = init_runs(model_fn, cfg, batch.graph, cfg.seeds, hp)
+    step = make_train_step(model_fn, cfg)
+    state = {"params": params, "opt": opt_state}
+    active = jnp.ones(len(runs), bool)
 
-    return jax.jit(step), tx
+    def once():
+        state["params"], state["opt"], loss = step(state["params"], state["opt"], hp, batch,
+                                                   active)
+        return loss
+
+    return once, state

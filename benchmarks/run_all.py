@@ -128,7 +128,9 @@ def write_markdown(results: dict[str, dict]) -> None:
     text = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
     any_result = next(iter(results.values()))
     m = any_result["machine"]
-    block = (f"{BEGIN}\nLatest `make bench`: {m['date']} on {m['device_kind']} "
+    dates = sorted(r["machine"]["date"] for r in results.values())
+    when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    block = (f"{BEGIN}\nLatest results ({when}) on {m['device_kind']} "
              f"({m['cpu_count']} CPU cores visible, {m['platform']}), jax {m['jax']}, flax "
              f"{m['flax']}, diffrax {m['diffrax']}. Data: {any_result.get('data', '-')}.\n\n"
              f"{table(results)}\n\n![benchmarks](benchmarks/figures/benchmarks.png)\n{END}")

@@ -150,7 +150,9 @@ class TrainResult:
     best_params: Any = None  # stacked over runs
 
 
-def _stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
+def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
+    """Runs `[(grid point, seed), ...]` and their numeric hyper-parameters `{name: [runs]}`
+    (learning rate and weight decay default to `cfg`'s)."""
     keys = sorted({k for point in grid for k in point})
     for i, point in enumerate(grid):
         missing = [k for k in keys if k not in point]
@@ -238,6 +240,47 @@ def select_runs(mask: Array, new: Any, old: Any) -> Any:
         lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
 
 
+def init_runs(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
+              seeds: Sequence[int], hp: Mapping[str, Array]):
+    """Parameters and optimiser states of every run, stacked on a leading `[runs]` axis."""
+    def init_one(key, h):
+        params = model_fn(h).init(key, graph)
+        return params, _make_tx(cfg, h).init(params)
+
+    keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
+    return jax.jit(jax.vmap(init_one))(keys, hp)
+
+
+def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: _Placement | None = None):
+    """The jitted step of every run at once (what `train` runs; the benchmarks time it).
+
+    `(params, opt_state, hp, batch, active) -> (params, opt_state, loss)`, all but `batch`
+    with a leading `[runs]` axis; `params` and `opt_state` are donated. A stopped run
+    (`active` False) or a non-finite loss or gradient leaves that run's state unchanged;
+    the loss comes back NaN for a non-finite step.
+    """
+    place = _Placement(cfg.data_parallel) if place is None else place
+    loss_fn = get_loss(cfg.loss)
+
+    def step_one(p, o, h, batch: Batch, active):
+        def objective(q):
+            pred = place.apply(model_fn(h), q, batch.graph)
+            target, mask = _targets(batch, cfg.task_level, place.sharded)
+            return loss_fn(pred, target, mask)
+
+        loss, grads = jax.value_and_grad(objective)(p)
+        finite = jnp.isfinite(loss) & jnp.all(jnp.asarray(
+            [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
+        updates, new_o = _make_tx(cfg, h).update(grads, o, p)
+        new_p = optax.apply_updates(p, updates)
+        keep = active & finite  # stopped runs and non-finite steps leave the state as it was
+        new_p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_p, p)
+        new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
+        return new_p, new_o, jnp.where(finite, loss, jnp.nan)
+
+    return jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)), donate_argnums=(0, 1))
+
+
 def train(
     model_fn: ModelFn,
     splits: Mapping[str, GraphDataset],
@@ -270,9 +313,8 @@ def train(
         if targets is None:
             raise ValueError(f"split {name!r} has no {cfg.task_level}-level targets")
     start_time = time.perf_counter()
-    runs, hp = _stack_hparams(grid, cfg.seeds, cfg)
+    runs, hp = stack_hparams(grid, cfg.seeds, cfg)
     n_runs = len(runs)
-    loss_fn = get_loss(cfg.loss)
     metric_fn, mode = _metric_fns()[cfg.metric]
     better = (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
     place = _Placement(cfg.data_parallel)
@@ -284,35 +326,14 @@ def train(
     }
     example = _to_device(next(iterate_batches(splits["train"], shard_size, budget)))
 
-    def init_one(key, h):
-        params = model_fn(h).init(key, example.graph)
-        return params, _make_tx(cfg, h).init(params)
-
-    keys = jnp.stack([jax.random.PRNGKey(seed) for _, seed in runs])
-    params, opt_state = jax.jit(jax.vmap(init_one))(keys, hp)
+    params, opt_state = init_runs(model_fn, cfg, example.graph, [s for _, s in runs], hp)
     hp = place.state(hp)
     num_params = count_params(jax.tree_util.tree_map(lambda x: x[0], params))
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
                          f"{cfg.max_params:,}; shrink it or pass allow_more_params")
 
-    def step_one(p, o, h, batch: Batch, active):
-        def objective(q):
-            pred = place.apply(model_fn(h), q, batch.graph)
-            target, mask = _targets(batch, cfg.task_level, place.sharded)
-            return loss_fn(pred, target, mask)
-
-        loss, grads = jax.value_and_grad(objective)(p)
-        finite = jnp.isfinite(loss) & jnp.all(jnp.asarray(
-            [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
-        updates, new_o = _make_tx(cfg, h).update(grads, o, p)
-        new_p = optax.apply_updates(p, updates)
-        keep = active & finite  # stopped runs and non-finite steps leave the state as it was
-        new_p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_p, p)
-        new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
-        return new_p, new_o, jnp.where(finite, loss, jnp.nan)
-
-    train_step = jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)), donate_argnums=(0, 1))
+    train_step = make_train_step(model_fn, cfg, place)
 
     def predict_one(p, h, batch: Batch):
         return place.apply(model_fn(h), p, batch.graph)

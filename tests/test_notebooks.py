@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -40,11 +39,8 @@ def test_notebook_runs_top_to_bottom(name, monkeypatch):
     notebook.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
     client = NotebookClient(notebook, timeout=TIME_LIMIT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
-    start = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - start
+    client.execute()  # a cell past TIME_LIMIT_S fails the run: a hang guard, not a timing
     assert Path(stream_text(notebook.cells[-1]).strip()) == Path(sys.executable)
-    assert elapsed < 2 * TIME_LIMIT_S, f"{name} took {elapsed:.0f} s"
     errors = [out for cell in notebook.cells for out in cell.get("outputs", [])
               if out.get("output_type") == "error"]
     assert not errors
