@@ -1,24 +1,13 @@
-"""Small graph builders shared by the tests."""
+"""Random graphs for the tests, built with `swan_jax.graphs` (re-exported: `graph_from_edges`)."""
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-import jraph
 import numpy as np
 
+from swan_jax.graphs import edges_to_networkx, graph_from_edges, undirected_graph
 
-def graph_from_edges(senders, receivers, num_nodes, nodes=None) -> jraph.GraphsTuple:
-    senders = np.asarray(senders, np.int32)
-    receivers = np.asarray(receivers, np.int32)
-    return jraph.GraphsTuple(
-        nodes=None if nodes is None else jnp.asarray(nodes),
-        edges=None,
-        senders=jnp.asarray(senders),
-        receivers=jnp.asarray(receivers),
-        n_node=jnp.asarray([num_nodes], jnp.int32),
-        n_edge=jnp.asarray([len(senders)], jnp.int32),
-        globals=None,
-    )
+__all__ = ["dataset_graph_to_networkx", "graph_from_edges", "random_directed",
+           "random_undirected"]
 
 
 def random_undirected(rng: np.random.Generator, num_nodes: int, p: float = 0.3, isolated: int = 1):
@@ -34,10 +23,7 @@ def random_undirected(rng: np.random.Generator, num_nodes: int, p: float = 0.3, 
         if rng.random() < 0.5:
             edges.add((0, v))
     edges.add((0, 1))
-    pairs = sorted(edges)
-    senders = [u for u, v in pairs] + [v for u, v in pairs]
-    receivers = [v for u, v in pairs] + [u for u, v in pairs]
-    return graph_from_edges(senders, receivers, num_nodes)
+    return undirected_graph(sorted(edges), num_nodes)
 
 
 def random_directed(rng: np.random.Generator, num_nodes: int, num_edges: int):
@@ -49,11 +35,5 @@ def random_directed(rng: np.random.Generator, num_nodes: int, num_edges: int):
 
 def dataset_graph_to_networkx(data, g: int):
     """Graph g of a `GraphDataset` as an undirected networkx graph (isolated nodes kept)."""
-    import networkx as nx
-
     e0, e1 = data.edge_offsets[g], data.edge_offsets[g + 1]
-    graph = nx.Graph()
-    graph.add_nodes_from(range(int(data.n_node[g])))
-    graph.add_edges_from(zip(data.senders[e0:e1].tolist(), data.receivers[e0:e1].tolist(),
-                             strict=True))
-    return graph
+    return edges_to_networkx(data.senders[e0:e1], data.receivers[e0:e1], int(data.n_node[g]))
