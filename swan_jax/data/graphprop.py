@@ -44,6 +44,7 @@ import networkx as nx
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.graphs import adjacency_edges, networkx_adjacency
 
 FAMILY_WEIGHTS = {
     "erdos_renyi": 0.2,
@@ -224,7 +225,7 @@ def draw_graph(n: int, rng: np.random.Generator, family: str | None = None,
         graph = FAMILIES[family](n, rng)
         if graph.number_of_nodes() != n:  # a generator bug, not bad luck
             raise AssertionError(f"{family} built {graph.number_of_nodes()} nodes, not {n}")
-        adj = nx.to_numpy_array(graph, nodelist=range(n)) > 0
+        adj = networkx_adjacency(graph)
         perm = rng.permutation(n)
         adj = adj[np.ix_(perm, perm)]
         if perturb:
@@ -285,7 +286,7 @@ def _generate_split(split_index: int, nodes: Sequence[int], per_size: int,
             feats = np.zeros((n, 2), np.float32)
             feats[source, 0] = 1.0
             feats[:, 1] = x
-            s, r = np.nonzero(adj)
+            s, r = adjacency_edges(adj)  # both directions, sorted
             graphs.append({
                 "nodes": feats,
                 "senders": s.astype(np.int32),

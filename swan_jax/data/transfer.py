@@ -41,6 +41,7 @@ import networkx as nx
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.graphs import networkx_edges
 
 TOPOLOGIES = ("line", "ring", "crossed-ring")
 SOURCE = 1
@@ -86,15 +87,6 @@ def transfer_graph(topology: str, distance: int) -> nx.Graph:
     return graph
 
 
-def _directed_edges(graph: nx.Graph) -> tuple[np.ndarray, np.ndarray]:
-    und = np.array(sorted((min(u, v), max(u, v)) for u, v in graph.edges()), np.int32)
-    und = und.reshape(-1, 2)
-    both = np.concatenate([und, und[:, ::-1]])
-    order = np.lexsort((both[:, 1], both[:, 0]))
-    both = both[order]
-    return both[:, 0].copy(), both[:, 1].copy()
-
-
 def make_transfer_dataset(topology: str, distance: int, num_graphs: int,
                           seed: int) -> GraphDataset:
     """`num_graphs` graphs of one topology, features drawn from `np.random.default_rng(seed)`."""
@@ -103,7 +95,7 @@ def make_transfer_dataset(topology: str, distance: int, num_graphs: int,
         raise ValueError(f"num_graphs must be >= 0, got {num_graphs}")
     graph = transfer_graph(topology, distance)
     n = graph.number_of_nodes()
-    senders, receivers = _directed_edges(graph)
+    senders, receivers = networkx_edges(graph)  # both directions, sorted
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.0, FEATURE_HIGH, size=(num_graphs, n)).astype(np.float32)
     x[:, SOURCE] = 1.0
