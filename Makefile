@@ -7,9 +7,9 @@ DEVICE ?= cpu
 SWAN_DATA_DIR ?= $(shell if [ -d ../shared/data ]; then echo ../shared/data; else echo data; fi)
 export SWAN_DATA_DIR
 
-EXTRAS := test
+EXTRAS := test,chem
 ifeq ($(DEVICE),cuda12)
-EXTRAS := test,cuda12
+EXTRAS := test,chem,cuda12
 endif
 
 .PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop clean

@@ -2,9 +2,10 @@
 
 The core is pure: `vector_field(params, graph, x, cfg)` and `solve(...)` over
 explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
+Conventions: docs/conventions.md.
 """
 
-from swan_jax import analysis
+from swan_jax import analysis, graphs
 from swan_jax.compiles import CompileCounter
 from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
 from swan_jax.field import (
@@ -39,12 +40,12 @@ from swan_jax.operators import (
 from swan_jax.solvers import ADAPTIVE_SOLVERS, ADJOINTS, FIXED_STEP_SOLVERS, SOLVERS, solve
 from swan_jax.validation import validate_graph, validate_node_features
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
 
 __all__ = [
     "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
     "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder",
-    "MLP", "MPNNStack",
+    "MLP", "MPNNStack", "graphs",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
     "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",

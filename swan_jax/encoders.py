@@ -5,7 +5,8 @@ the `encoder` of a `swan_jax.models.Model`.
 
 * `AtomEncoder`: OGB's `AtomEncoder` (`ogb/graphproppred/mol_encoder.py`) -- one embedding
   table per categorical atom feature (9 OGB atom codes, vocabulary sizes
-  `ATOM_FEATURE_DIMS`), Xavier-uniform initialised, and the node embedding is their sum.
+  `swan_jax.ogb_vocabulary.ATOM_FEATURE_DIMS`; no RDKit needed), Xavier-uniform
+  initialised, and the node embedding is their sum.
   Used for Peptides-func / -struct.
 * `LinearNodeEncoder`: `Linear(14 -> hidden)` on PascalVOC-SP's float superpixel features
   (LRGB's `VOCNodeEncoder`).
@@ -23,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import jraph
 
-from swan_jax.data.molecules import ATOM_FEATURE_DIMS
+from swan_jax.ogb_vocabulary import ATOM_FEATURE_DIMS
 
 Array = jax.Array
 

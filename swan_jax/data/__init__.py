@@ -6,6 +6,9 @@
 - `graphprop`: PNA-style graph property prediction (Appendix D.2).
 - `lrgb`, `molecules`, `safe_pickle`, `download`: LRGB loaders, OGB-style SMILES
   featurisation over rdkit, a numpy-only unpickler, md5-checked downloads.
+
+RDKit is optional (`pip install 'swan-jax[chem]'`): `molecules` imports it on the first
+featurisation only, so this package, the generators and cached LRGB data load without it.
 """
 
 from swan_jax.data.batching import (

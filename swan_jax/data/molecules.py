@@ -6,7 +6,8 @@ written over RDKit without importing OGB:
 
 * 9 integer atom codes: atomic number, chirality tag, total degree, formal charge, total
   number of Hs, radical electrons, hybridisation, is-aromatic, is-in-ring. Each is the
-  value's index in its vocabulary below; a value outside it gets the last index ("misc").
+  value's index in its vocabulary (`swan_jax.ogb_vocabulary`); a value outside it gets
+  the last index ("misc").
 * 3 integer bond codes: bond type (with "misc"), bond stereo, is-conjugated. As in OGB the
   stereo vocabulary has no "misc": a stereo flag outside it (RDKit's newer atropisomer
   flags) is an error, which OGB raises too.
@@ -14,55 +15,60 @@ written over RDKit without importing OGB:
   both with the bond's codes, so edge `2k` and `2k + 1` come from bond `k`.
 
 `ATOM_FEATURE_DIMS` / `BOND_FEATURE_DIMS` are the vocabulary sizes (OGB's
-`get_atom_feature_dims()` / `get_bond_feature_dims()`), for embedding-table encoders.
+`get_atom_feature_dims()` / `get_bond_feature_dims()`), for embedding-table encoders;
+they live in `swan_jax.ogb_vocabulary` and are re-exported here.
+
+RDKit is an optional dependency (`pip install 'swan-jax[chem]'`): it is imported on the
+first featurisation, not with this module, so the vocabularies, the LRGB caches and the
+rest of swan-jax load without it; featurising without it raises ImportError
+(`RDKIT_MISSING`).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import numpy as np
-from rdkit import Chem, rdBase
 
-_MISC = "misc"
-
-ALLOWABLE_FEATURES: dict[str, list] = {
-    "possible_atomic_num_list": list(range(1, 119)) + [_MISC],
-    "possible_chirality_list": [
-        "CHI_UNSPECIFIED", "CHI_TETRAHEDRAL_CW", "CHI_TETRAHEDRAL_CCW", "CHI_OTHER", _MISC,
-    ],
-    "possible_degree_list": list(range(0, 11)) + [_MISC],
-    "possible_formal_charge_list": list(range(-5, 6)) + [_MISC],
-    "possible_numH_list": list(range(0, 9)) + [_MISC],
-    "possible_number_radical_e_list": list(range(0, 5)) + [_MISC],
-    "possible_hybridization_list": ["SP", "SP2", "SP3", "SP3D", "SP3D2", _MISC],
-    "possible_is_aromatic_list": [False, True],
-    "possible_is_in_ring_list": [False, True],
-    "possible_bond_type_list": ["SINGLE", "DOUBLE", "TRIPLE", "AROMATIC", _MISC],
-    "possible_bond_stereo_list": [
-        "STEREONONE", "STEREOZ", "STEREOE", "STEREOCIS", "STEREOTRANS", "STEREOANY",
-    ],
-    "possible_is_conjugated_list": [False, True],
-}
-
-ATOM_FEATURE_NAMES = (
-    "possible_atomic_num_list", "possible_chirality_list", "possible_degree_list",
-    "possible_formal_charge_list", "possible_numH_list", "possible_number_radical_e_list",
-    "possible_hybridization_list", "possible_is_aromatic_list", "possible_is_in_ring_list",
-)
-BOND_FEATURE_NAMES = (
-    "possible_bond_type_list", "possible_bond_stereo_list", "possible_is_conjugated_list",
+from swan_jax.ogb_vocabulary import (
+    ALLOWABLE_FEATURES,
+    ATOM_FEATURE_DIMS,
+    ATOM_FEATURE_NAMES,
+    BOND_FEATURE_DIMS,
+    BOND_FEATURE_NAMES,
+    MISC,
 )
 
-# Vocabulary sizes: [119, 5, 12, 12, 10, 6, 6, 2, 2] and [5, 6, 2].
-ATOM_FEATURE_DIMS: tuple[int, ...] = tuple(len(ALLOWABLE_FEATURES[k]) for k in ATOM_FEATURE_NAMES)
-BOND_FEATURE_DIMS: tuple[int, ...] = tuple(len(ALLOWABLE_FEATURES[k]) for k in BOND_FEATURE_NAMES)
+RDKIT_MISSING = ("the molecule featuriser (SMILES -> graph) needs RDKit, which is not "
+                 "installed: pip install 'swan-jax[chem]' (or pip install rdkit)")
 
 
 def _index_map(name: str) -> dict:
     # No vocabulary mixes bools with ints, so bool keys cannot collide with 0 / 1.
-    return {v: i for i, v in enumerate(ALLOWABLE_FEATURES[name]) if v != _MISC}
+    return {v: i for i, v in enumerate(ALLOWABLE_FEATURES[name]) if v != MISC}
 
 
 _LOOKUPS = {name: _index_map(name) for name in ATOM_FEATURE_NAMES + BOND_FEATURE_NAMES}
+
+# Fast paths: plain dict lookups (`.get(value, misc)`), keyed as OGB keys them.
+_ATOMIC_NUM = _LOOKUPS["possible_atomic_num_list"].get
+_DEGREE = _LOOKUPS["possible_degree_list"].get
+_CHARGE = _LOOKUPS["possible_formal_charge_list"].get
+_NUM_H = _LOOKUPS["possible_numH_list"].get
+_RADICAL = _LOOKUPS["possible_number_radical_e_list"].get
+_MISC_INDEX = {name: len(ALLOWABLE_FEATURES[name]) - 1 for name in _LOOKUPS}
+_M = [_MISC_INDEX[name] for name in ATOM_FEATURE_NAMES]
+
+
+def _rdkit() -> tuple[Any, Any]:
+    """RDKit's `(Chem, rdBase)`, imported where it is used: the rest of swan-jax runs without."""
+    try:
+        from rdkit import Chem, rdBase
+    except ImportError as err:
+        raise ImportError(RDKIT_MISSING) from err
+    return Chem, rdBase
 
 
 def _enum_map(name: str, enum) -> dict:
@@ -71,18 +77,25 @@ def _enum_map(name: str, enum) -> dict:
             if key in _LOOKUPS[name]}
 
 
-# Fast paths: plain dict lookups (`.get(value, misc)`), keyed as OGB keys them.
-_ATOMIC_NUM = _LOOKUPS["possible_atomic_num_list"].get
-_CHIRALITY = _enum_map("possible_chirality_list", Chem.rdchem.ChiralType).get
-_DEGREE = _LOOKUPS["possible_degree_list"].get
-_CHARGE = _LOOKUPS["possible_formal_charge_list"].get
-_NUM_H = _LOOKUPS["possible_numH_list"].get
-_RADICAL = _LOOKUPS["possible_number_radical_e_list"].get
-_HYBRIDIZATION = _enum_map("possible_hybridization_list", Chem.rdchem.HybridizationType).get
-_BOND_TYPE = _enum_map("possible_bond_type_list", Chem.rdchem.BondType).get
-_BOND_STEREO = _enum_map("possible_bond_stereo_list", Chem.rdchem.BondStereo)
-_MISC_INDEX = {name: len(ALLOWABLE_FEATURES[name]) - 1 for name in _LOOKUPS}
-_M = [_MISC_INDEX[name] for name in ATOM_FEATURE_NAMES]
+class _EnumCodes(NamedTuple):
+    """Code lookups keyed by RDKit enums (`.get` of a dict; the stereo dict itself)."""
+
+    chirality: Callable[..., int]
+    hybridization: Callable[..., int]
+    bond_type: Callable[..., int]
+    bond_stereo: dict
+
+
+@functools.cache
+def _enum_codes() -> _EnumCodes:
+    chem, _ = _rdkit()
+    return _EnumCodes(
+        chirality=_enum_map("possible_chirality_list", chem.rdchem.ChiralType).get,
+        hybridization=_enum_map("possible_hybridization_list",
+                                chem.rdchem.HybridizationType).get,
+        bond_type=_enum_map("possible_bond_type_list", chem.rdchem.BondType).get,
+        bond_stereo=_enum_map("possible_bond_stereo_list", chem.rdchem.BondStereo),
+    )
 
 
 def safe_index(name: str, value) -> int:
@@ -92,14 +105,15 @@ def safe_index(name: str, value) -> int:
 
 def atom_to_feature_vector(atom) -> list[int]:
     """OGB's 9 atom codes for an RDKit atom."""
+    codes = _enum_codes()
     return [
         _ATOMIC_NUM(atom.GetAtomicNum(), _M[0]),
-        _CHIRALITY(atom.GetChiralTag(), _M[1]),
+        codes.chirality(atom.GetChiralTag(), _M[1]),
         _DEGREE(atom.GetTotalDegree(), _M[2]),
         _CHARGE(atom.GetFormalCharge(), _M[3]),
         _NUM_H(atom.GetTotalNumHs(), _M[4]),
         _RADICAL(atom.GetNumRadicalElectrons(), _M[5]),
-        _HYBRIDIZATION(atom.GetHybridization(), _M[6]),
+        codes.hybridization(atom.GetHybridization(), _M[6]),
         1 if atom.GetIsAromatic() else 0,
         1 if atom.IsInRing() else 0,
     ]
@@ -107,12 +121,13 @@ def atom_to_feature_vector(atom) -> list[int]:
 
 def bond_to_feature_vector(bond) -> list[int]:
     """OGB's 3 bond codes for an RDKit bond (ValueError for a stereo flag OGB lacks)."""
+    codes = _enum_codes()
     stereo = bond.GetStereo()
-    if stereo not in _BOND_STEREO:
+    if stereo not in codes.bond_stereo:
         raise ValueError(f"bond stereo {stereo} is not in OGB's bond stereo vocabulary")
     return [
-        _BOND_TYPE(bond.GetBondType(), _MISC_INDEX["possible_bond_type_list"]),
-        _BOND_STEREO[stereo],
+        codes.bond_type(bond.GetBondType(), _MISC_INDEX["possible_bond_type_list"]),
+        codes.bond_stereo[stereo],
         1 if bond.GetIsConjugated() else 0,
     ]
 
@@ -124,13 +139,14 @@ def smiles_to_graph(smiles: str, name: str | None = None) -> dict[str, np.ndarra
     `receivers` int32 `[2 * bonds]` (bond k gives edges 2k: i -> j and 2k + 1: j -> i).
     Raises ValueError naming `name` (a row or identifier; else the SMILES itself) when
     RDKit cannot parse the SMILES, the molecule has no atoms, or a bond has a stereo flag
-    outside OGB's vocabulary.
+    outside OGB's vocabulary; ImportError (`RDKIT_MISSING`) when RDKit is not installed.
     """
+    chem, rd_base = _rdkit()
     label = name if name is not None else repr(smiles)
     if not isinstance(smiles, str):
         raise ValueError(f"{label}: SMILES must be a string, got {type(smiles).__name__}")
-    with rdBase.BlockLogs():
-        mol = Chem.MolFromSmiles(smiles)
+    with rd_base.BlockLogs():
+        mol = chem.MolFromSmiles(smiles)
     if mol is None:
         raise ValueError(f"{label}: RDKit could not parse the SMILES {smiles[:80]!r}")
     if mol.GetNumAtoms() == 0:
@@ -153,3 +169,10 @@ def smiles_to_graph(smiles: str, name: str | None = None) -> dict[str, np.ndarra
     receivers = pairs[:, ::-1].reshape(-1)
     return {"nodes": nodes, "edges": edges, "senders": senders.copy(),
             "receivers": receivers.copy()}
+
+
+__all__ = [
+    "ALLOWABLE_FEATURES", "ATOM_FEATURE_DIMS", "ATOM_FEATURE_NAMES", "BOND_FEATURE_DIMS",
+    "BOND_FEATURE_NAMES", "RDKIT_MISSING", "atom_to_feature_vector", "bond_to_feature_vector",
+    "safe_index", "smiles_to_graph",
+]
