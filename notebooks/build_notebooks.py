@@ -45,7 +45,7 @@ EIGENVALUES = [
 # 1. Eigenvalues: where SWAN's spectrum lies, and where diffusion's does
 
 The graph-wise Jacobian of SWAN is `J = M1 M2` (paper Sec. "SWAN is globally
-non-dissipative", Appendix H; SPEC.md "Jacobian facts", column stacking
+non-dissipative", Appendix H; docs/conventions.md "Jacobian facts", column stacking
 `vec(X) = X.T.reshape(-1)`):
 
 * `M1 = diag(vec(sigma'(pre-activation)))`, a positive diagonal for tanh;

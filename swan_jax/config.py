@@ -1,4 +1,4 @@
-"""Configuration of the SWAN vector field (SPEC.md, "The vector field").
+"""Configuration of the SWAN vector field (docs/conventions.md, "The vector field").
 
 `SWANConfig` is a JAX pytree: the numeric hyper-parameters `beta`, `gamma` and
 `epsilon` are leaves, so one compiled program can serve (and `jax.vmap` can batch)
@@ -52,7 +52,7 @@ class SWANConfig:
     """Hyper-parameters of one SWAN ODE block.
 
     Attributes:
-      variant: one of `VARIANTS` (SPEC.md table: swan, swan-learn, swan-ne,
+      variant: one of `VARIANTS` (docs/conventions.md table: swan, swan-learn, swan-ne,
         swan-learn-ne, swan-beta0, adgn).
       adjacency: `"sym"` for `A_hat = D^-1/2 A D^-1/2`, `"adj"` for `A_hat = A`.
       beta: weight of the space-antisymmetric term Psi (ignored by swan-beta0, adgn).
@@ -103,7 +103,7 @@ class SWANConfig:
 
     @property
     def t1(self):
-        """Terminal time `num_layers * epsilon` (SPEC.md, Integration)."""
+        """Terminal time `num_layers * epsilon` (docs/conventions.md, Integration)."""
         return self.num_layers * self.epsilon
 
     def replace(self, **changes: Any) -> SWANConfig:

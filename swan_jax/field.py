@@ -1,4 +1,4 @@
-"""The SWAN vector field (SPEC.md "The vector field"; paper eq. new_adgn_graphwise).
+"""The SWAN vector field (docs/conventions.md "The vector field"; paper eq. new_adgn_graphwise).
 
 Row-vector convention, `X` is `[N, d]`:
 
@@ -211,7 +211,7 @@ def vector_field(
     t: Array | float = 0.0,
     x0: Array | None = None,
 ) -> Array:
-    """`dX/dt` of SWAN at state `x` (SPEC.md, eq. graph-wise SWAN).
+    """`dX/dt` of SWAN at state `x` (docs/conventions.md, eq. graph-wise SWAN).
 
     Args:
       params: raw `W, V, Z` `[d, d]` and `b` `[d]` (leading `[L]` axis without weight

@@ -1,4 +1,4 @@
-"""Graph operators of SPEC.md ("Operators") as edge weights and segment sums.
+"""Graph operators of docs/conventions.md ("Operators") as edge weights and segment sums.
 
 An edge `e` carries a message from `senders[e]` to `receivers[e]`, so an operator
 `M` with edge weights `w` has `M[receivers[e], senders[e]] += w[e]`. The transposed
@@ -32,7 +32,7 @@ class EdgeOperators(NamedTuple):
 
 
 def safe_inverse(values: Array, power: float = 1.0) -> Array:
-    """`values ** -power` where positive, 0 elsewhere (SPEC: 1/0 is taken as 0)."""
+    """`values ** -power` where positive, 0 elsewhere (docs/conventions.md: 1/0 is taken as 0)."""
     positive = values > 0
     safe = jnp.where(positive, values, 1.0)
     return jnp.where(positive, safe ** (-power), 0.0)

@@ -1,4 +1,4 @@
-"""Integrating the SWAN field with diffrax (SPEC.md "Integration", paper Appendix A.1).
+"""Integrating the SWAN field with diffrax (docs/conventions.md "Integration", paper Appendix A.1).
 
 `solve(..., solver="euler")` takes `num_layers` forward-Euler steps of size `epsilon`:
 exactly the paper's layers `X(l+1) = X(l) + epsilon f(X(l))`. Any other solver

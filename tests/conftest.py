@@ -6,6 +6,6 @@ import pytest
 
 @pytest.fixture
 def x64():
-    """Run the test in float64 (SPEC.md's exactness checks need it)."""
+    """Run the test in float64 (docs/conventions.md's exactness checks need it)."""
     with jax.enable_x64(True):
         yield

@@ -1,4 +1,4 @@
-"""Dense NumPy implementation of SPEC.md, written from its formulas only.
+"""Dense NumPy implementation of docs/conventions.md, written from its formulas only.
 
 Used as the oracle for the sparse JAX field: dense `[N, N]` operators, Kronecker M2.
 """
@@ -92,7 +92,7 @@ def vec(X):
 
 
 def m1_m2(params, senders, receivers, x, cfg):
-    """M1 (diagonal) and M2 (Kronecker form) of SPEC.md, "Jacobian facts"."""
+    """M1 (diagonal) and M2 (Kronecker form) of docs/conventions.md, "Jacobian facts"."""
     x = np.asarray(x, float)
     n = x.shape[0]
     Wm, P, Vm, S, Zm, b = field_parts(params, senders, receivers, x, cfg)

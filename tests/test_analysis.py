@@ -1,4 +1,4 @@
-"""`swan_jax.analysis` against hand-computed cases and SPEC.md's "Jacobian facts"."""
+"""`swan_jax.analysis` against hand-computed cases and docs/conventions.md's "Jacobian facts"."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_path_graph_laplacians_by_hand(x64):
         sja.laplacian_apply(PATH, jnp.ones((3, 1)), "rw")
 
 
-# --- SPEC.md "Jacobian facts" on random graphs -------------------------------------
+# --- docs/conventions.md "Jacobian facts" on random graphs -------------------------------------
 
 # One graph and width for all of them: eager JAX compiles each op once per shape.
 GRAPH = random_undirected(np.random.default_rng(5), 7, isolated=1)

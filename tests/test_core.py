@@ -1,4 +1,4 @@
-"""The SWAN core against SPEC.md: operators, field, solvers, Jacobian, transforms."""
+"""The SWAN core against docs/conventions.md: operators, field, solvers, Jacobian, transforms."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_space_operators_are_exactly_antisymmetric_and_symmetric(seed, x64):
 
 def test_psi_edge_weight_is_difference_of_inverse_degrees_of_the_same_edge(x64):
     # Star plus a tail: degrees 3, 2, 1, 1 differ on every edge. The public PyTorch code
-    # pairs an edge with another edge's weight here; SPEC asks for the reverse edge's.
+    # pairs an edge with another edge's weight; docs/conventions.md asks for the reverse edge's.
     undirected = [(0, 1), (0, 2), (0, 3), (1, 4)]
     senders = [u for u, v in undirected] + [v for u, v in undirected]
     receivers = [v for u, v in undirected] + [u for u, v in undirected]

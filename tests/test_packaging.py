@@ -1,0 +1,69 @@
+"""The package's documents: one version, the licence, the citation, the conventions it cites."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import swan_jax
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+CONVENTIONS = ROOT / "docs" / "conventions.md"
+OLD_NAME = "SPEC" ".md"  # the conventions' old name, outside the repository (split: not here)
+# Where the code cites the conventions: docstrings, comments, tests, README, notebooks.
+CITING_FILES = [*ROOT.glob("swan_jax/**/*.py"), *ROOT.glob("tests/*.py"),
+                *ROOT.glob("experiments/**/*.py"), *ROOT.glob("benchmarks/**/*.py"),
+                ROOT / "notebooks" / "build_notebooks.py", ROOT / "README.md"]
+
+
+def test_the_version_is_written_once():
+    project = PYPROJECT["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "swan_jax.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", swan_jax.__version__)
+    assert not re.search(r"^version:", (ROOT / "CITATION.cff").read_text(), re.MULTILINE)
+
+
+def test_mit_licence_declared_and_shipped():
+    assert PYPROJECT["project"]["license"] == "MIT"  # an SPDX expression, not a table
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License")
+    assert "Copyright (c) 2026 the swan-jax authors" in text
+
+
+def test_rdkit_is_only_the_chem_extra():
+    project = PYPROJECT["project"]
+    assert not any(dep.startswith("rdkit") for dep in project["dependencies"])
+    assert any(dep.startswith("rdkit") for dep in project["optional-dependencies"]["chem"])
+    extras = re.findall(r"^EXTRAS := (\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert extras and all("chem" in line.split(",") for line in extras)  # tests need it
+
+
+def test_citation_names_the_paper():
+    text = (ROOT / "CITATION.cff").read_text()
+    assert text.startswith("cff-version: 1.2.0\n")
+    assert "\ntype: software\n" in text and "\nlicense: MIT\n" in text
+    paper = text[text.index("\npreferred-citation:\n"):]
+    assert ('title: "On Oversquashing in Graph Neural Networks Through the Lens of '
+            'Dynamical Systems"') in paper
+    for family in ("Gravina", "Eliasof", "Gallicchio", "Bacciu", "Schönlieb"):
+        assert f"family-names: {family}\n" in paper
+    assert "year: 2025\n" in paper
+
+
+def test_every_cited_conventions_section_exists():
+    headings = set(re.findall(r"^## (.+)$", CONVENTIONS.read_text(), re.MULTILINE))
+    assert {"Graphs", "Operators", "The vector field", "Integration",
+            "Jacobian facts"} <= headings
+    cited = {}
+    for path in CITING_FILES:
+        text = path.read_text()
+        assert OLD_NAME not in text, f"{path.relative_to(ROOT)} still cites {OLD_NAME}"
+        for section in re.findall(r'docs/conventions\.md,? \(?"([^"]+)"', text):
+            cited.setdefault(section, path.relative_to(ROOT))
+    assert "Jacobian facts" in cited  # the pattern finds citations at all
+    missing = {section: str(path) for section, path in cited.items() if section not in headings}
+    assert not missing, f"cited sections absent from docs/conventions.md: {missing}"
