@@ -20,8 +20,18 @@ from pathlib import Path
 
 from swan_jax.data.errors import VERIFY_MD5, ChecksumError, DownloadError, switch_hint
 
-__all__ = ["ChecksumError", "DownloadError", "default_download_dir", "fetch", "fetch_first",
-           "md5_of"]
+__all__ = ["ChecksumError", "DownloadError", "default_cache_dir", "default_data_dir",
+           "default_download_dir", "fetch", "fetch_first", "md5_of"]
+
+
+def default_data_dir() -> Path:
+    """The raw-data folder, read only: env `SWAN_DATA_DIR`, else `data/`."""
+    return Path(os.environ.get("SWAN_DATA_DIR") or "data")
+
+
+def default_cache_dir() -> Path:
+    """The processed-data cache: env `SWAN_CACHE_DIR`, else `cache/`."""
+    return Path(os.environ.get("SWAN_CACHE_DIR") or "cache")
 
 
 def default_download_dir() -> Path:

@@ -41,7 +41,6 @@ import gzip
 import hashlib
 import json
 import math
-import os
 import warnings
 import zipfile
 import zlib
@@ -52,7 +51,13 @@ from tqdm.auto import tqdm
 
 from swan_jax.data import molecules
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.data.download import default_download_dir, fetch_first, md5_of
+from swan_jax.data.download import (
+    default_cache_dir,
+    default_data_dir,
+    default_download_dir,
+    fetch_first,
+    md5_of,
+)
 from swan_jax.data.errors import (
     SKIP_BAD_ROWS,
     VERIFY_MD5,
@@ -152,14 +157,6 @@ PASCALVOC_FOLDERS = (PASCALVOC_DIR,
 PASCALVOC_NUM_CLASSES = 21
 PASCALVOC_IGNORE_LABEL = 255
 PASCALVOC_NODE_DIM = 14
-
-
-def default_data_dir() -> Path:
-    return Path(os.environ.get("SWAN_DATA_DIR") or "data")
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("SWAN_CACHE_DIR") or "cache")
 
 
 def _dirs(data_dir, download_dir) -> tuple[Path, Path]:
