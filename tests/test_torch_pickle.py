@@ -317,7 +317,8 @@ def test_written_corrupt_variants_are_named(tmp_path):
     marker = tmp_path / "pwned"
     cases = [
         (storage_blob(floats, trailing=b"\x00"), "1 unexpected bytes after storage 0"),
-        (storage_blob(floats)[:-2], "truncated torch storage: 3 elements of FloatStorage need"),
+        (storage_blob(floats)[:-2],
+         "truncated torch storage: 12 bytes needed for 3 elements of FloatStorage, only 10"),
         (b"PK\x03\x04" + storage_blob(floats), "zip format"),
         (b"\x80\x02K\x07." + storage_blob(floats)[len(pickle.dumps(0x1950A86A20F9469CFC6C,
                                                                   protocol=2)):],

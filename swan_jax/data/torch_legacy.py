@@ -132,8 +132,8 @@ def _is_count(value) -> bool:
 def _read_exact(f: io.BytesIO, n: int, what: str, source: str) -> bytes:
     data = f.read(n)
     if len(data) != n:
-        raise DataFormatError(f"{source}: truncated torch storage: {what} needs {n} bytes, "
-                              f"only {len(data)} remain", path=source)
+        raise DataFormatError(f"{source}: truncated torch storage: {n} bytes needed for "
+                              f"{what}, only {len(data)} remain", path=source)
     return data
 
 
