@@ -604,7 +604,8 @@ def load_pascalvoc_sp(data_dir: str | Path | None = None, cache_dir: str | Path 
     `download_dir`, downloaded there when missing (`download=True`; md5-checked unless
     `verify_md5=False`) and read in place. Each pickle is a list of tuples `(x float
     [n, 14], edge_attr float [e, 2], edge_index int [2, e], y int [n])` of torch tensors
-    (read without torch) or NumPy arrays; 8498 / 1428 / 1429 graphs in the release.
+    (read without torch) or NumPy arrays; 8498 / 1428 / 1429 graphs in the release
+    (whose `x` is float16 and `y` an int32 NumPy array: both widened as LRGB's loader does).
 
     Returns `nodes` float32 `[N, 14]`, `edges` float32 `[E, 2]`, `senders =
     edge_index[0]`, `receivers = edge_index[1]`, `node_targets` int32 `[N, 1]` (255 =
