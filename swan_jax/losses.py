@@ -40,16 +40,29 @@ def cross_entropy(logits: Array, target: Array, mask: Array) -> Array:
     return _masked_mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels), mask)
 
 
-def weighted_cross_entropy(logits: Array, target: Array, mask: Array) -> Array:
-    """LRGB's class-weighted cross-entropy (PascalVOC-SP).
+# LRGB's PascalVOC-SP declares label 255 "ignore" (VOCSuperpixels.ignore_label).
+IGNORE_LABEL = 255
 
-    Weights from the batch's own label counts: `w_c = (V - n_c) / V` for classes present
-    in the batch (V real rows), 0 otherwise; the loss is the weighted mean of the
-    per-row negative log-likelihoods, `sum_i w_{y_i} nll_i / sum_i w_{y_i}`.
+
+def weighted_cross_entropy(logits: Array, target: Array, mask: Array, *,
+                           ignore_label: int | None = IGNORE_LABEL) -> Array:
+    """LRGB's class-weighted cross-entropy (PascalVOC-SP), without ignored nodes.
+
+    `logits [R, K]`, `target [R]` or `[R, 1]` integer classes, `mask [R]` (False: padding).
+    Rows whose label is `ignore_label` (255, LRGB's "ignore") count like padding: in
+    neither the class counts nor the mean. Over the V remaining rows, weights come from the
+    batch's own label counts, `w_c = (V - n_c) / V` for classes present, 0 otherwise; the
+    loss is the weighted mean of the per-row negative log-likelihoods,
+    `sum_i w_{y_i} nll_i / sum_i w_{y_i}` (LRGB's `weighted_cross_entropy`: `F.nll_loss`
+    with `weight=`).
     """
     labels = target.reshape(-1).astype(jnp.int32)
     num_classes = logits.shape[-1]
-    real = mask.astype(logits.dtype)
+    keep = mask.astype(bool)
+    if ignore_label is not None:
+        keep = keep & (labels != ignore_label)
+    labels = jnp.where(keep, labels, 0)  # an ignored label must not index a class
+    real = keep.astype(logits.dtype)
     counts = jax.ops.segment_sum(real, labels, num_segments=num_classes)
     total = jnp.sum(real)
     class_weight = jnp.where(counts > 0, (total - counts) / jnp.maximum(total, 1.0), 0.0)

@@ -9,3 +9,34 @@ def x64():
     """Run the test in float64 (docs/conventions.md's exactness checks need it)."""
     with jax.enable_x64(True):
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _downloads_never_go_to_the_home_folder(tmp_path_factory):
+    """Loaders download into env SWAN_DOWNLOAD_DIR (default ~/.cache/swan-jax): in tests,
+    a session temp folder (subprocesses inherit it). Nothing downloads from the internet in
+    tests; this only keeps local-server downloads out of the user's home."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SWAN_DOWNLOAD_DIR", str(tmp_path_factory.mktemp("downloads")))
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_internet_in_tests():
+    """Nothing may download during tests: `urllib.request.urlopen` (what `download.fetch`
+    uses) reaches only this machine; any other host fails as an unreachable network."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    real = urllib.request.urlopen
+
+    def local_only(url, *args, **kwargs):
+        full = url.full_url if isinstance(url, urllib.request.Request) else str(url)
+        if urllib.parse.urlsplit(full).hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise urllib.error.URLError(f"network disabled in tests ({full})")
+        return real(url, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(urllib.request, "urlopen", local_only)
+        yield

@@ -88,9 +88,15 @@ def test_safe_unpickler_refuses_os_system_without_running_it(tmp_path):
         safe_loads(b"\x80\x02cbuiltins\neval\nX\x04\x00\x00\x001+1\x85R.")
 
 
-def test_safe_unpickler_hints_at_torch_conversion():
-    with pytest.raises(UnsafePickleError, match="PyTorch"):
-        safe_loads(b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n.", source="train.pickle")
+def test_safe_unpickler_refuses_other_torch_globals_and_torch_when_off():
+    # Only plain tensors are read (test_torch_pickle.py); any other torch global is refused.
+    with pytest.raises(UnsafePickleError, match=r"train\.pickle: refused .*torch\.load.*"
+                                                r"Of PyTorch, only plain CPU tensors") as err:
+        safe_loads(b"\x80\x02ctorch\nload\n.", source="train.pickle")
+    assert err.value.global_name == "torch.load" and err.value.path == "train.pickle"
+    with pytest.raises(UnsafePickleError, match="only with allow_torch=True"):
+        safe_loads(b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n.", source="train.pickle",
+                   allow_torch=False)
 
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
@@ -269,7 +275,9 @@ def test_pascalvoc_normalises_with_training_statistics(tmp_path):
            "test": _voc_split(rng, 2, -4.0)}
     for s, graphs in raw.items():
         write_pickle(tmp_path / "data" / "pascalvoc-sp" / f"{s}.pickle", graphs)
-    d = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", progress=False)
+    d = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", standardize=True,
+                               progress=False)
+    assert d["test"].meta["node_features"] == "standardized"
     train_x = np.concatenate([g[0] for g in raw["train"]]).astype(np.float64)
     mean, std = train_x.mean(0), train_x.std(0)
     np.testing.assert_allclose(d["train"].nodes.mean(0), 0, atol=1e-5)
@@ -288,17 +296,23 @@ def test_pascalvoc_normalises_with_training_statistics(tmp_path):
     assert d["train"].node_targets.shape[1] == 1
     assert d["train"].node_targets.dtype == np.int32 and d["train"].nodes.dtype == np.float32
 
-    again = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", progress=False)
+    again = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", standardize=True,
+                                   progress=False)  # from the cache
     np.testing.assert_array_equal(again["val"].nodes, d["val"].nodes)
-    plain = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", normalize=False,
-                                   limit=2, progress=False)
+    assert again["val"].meta["node_features"] == "standardized"
+    # the default: LRGB's raw features
+    plain = lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", limit=2,
+                                   progress=False)
     np.testing.assert_array_equal(plain["train"].nodes,
                                   np.concatenate([g[0] for g in raw["train"][:2]]))
+    assert plain["train"].meta["node_features"] == "raw"
 
 
 def test_pascalvoc_bad_graph_and_missing_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="pascalvoc-sp.*torch"):
-        lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", progress=False)
+    with pytest.raises(FileNotFoundError, match=r"pascalvoc-sp/voc_superpixels_edge_wt_region"
+                                                 r"_boundary\.zip.*zenodo\.org"):
+        lrgb.load_pascalvoc_sp(tmp_path / "data", tmp_path / "cache", download=False,
+                               progress=False)
     rng = np.random.default_rng(1)
     raw = {s: _voc_split(rng, 2, 0.0) for s in lrgb.SPLITS}
     x, ea, ei, y = raw["val"][1]
@@ -341,11 +355,11 @@ def test_fetch_checks_md5_and_leaves_nothing_on_mismatch(tmp_path, http_root):
     bad = tmp_path / "dl2" / "blob.bin"
     with pytest.raises(ChecksumError, match=r"md5 .*expected 0{32}"):
         fetch(f"{base}/blob.bin", bad, "0" * 32)
-    assert list(bad.parent.iterdir()) == []
+    assert not bad.parent.exists()  # neither a partial file nor the folder it created
 
     with pytest.raises(DownloadError, match=r"404.*put it at .*dl3/missing\.bin"):
         fetch(f"{base}/missing.bin", tmp_path / "dl3" / "missing.bin")
-    assert list((tmp_path / "dl3").iterdir()) == []
+    assert not (tmp_path / "dl3").exists()
 
 
 def test_fetch_without_network_says_which_file_to_put_where(tmp_path):
@@ -371,9 +385,12 @@ def test_loader_downloads_missing_raw_files(tmp_path, http_root, monkeypatch):
     monkeypatch.setitem(lrgb.RAW_FILES, "peptides_func_split", lrgb.RawFile(
         lrgb.RAW_FILES["peptides_func_split"].path,
         f"{base}/peptides-functional/{split_file.name}", md5_of(split_file)))
-    d = lrgb.load_peptides_func(tmp_path / "data", tmp_path / "cache", progress=False)
+    d = lrgb.load_peptides_func(tmp_path / "data", tmp_path / "cache",
+                                download_dir=tmp_path / "dl", progress=False)
     assert [len(d[s]) for s in lrgb.SPLITS] == [4, 2, 1]
-    assert (tmp_path / "data" / "peptides-functional" / csv_file.name).exists()
+    # downloaded into the download folder, never into the data folder
+    assert (tmp_path / "dl" / "peptides-functional" / csv_file.name).exists()
+    assert not (tmp_path / "data").exists()
 
 
 # ---------------------------------------------------------------------------- real data

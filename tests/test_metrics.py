@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score, f1_score
+from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 from sklearn.metrics import mean_absolute_error as sk_mae
 
-from swan_jax.metrics import average_precision, macro_f1, mean_absolute_error
+from swan_jax.metrics import accuracy, average_precision, macro_f1, mean_absolute_error, roc_auc
 
 
 def ogb_eval_ap(y_true, y_pred):
@@ -87,3 +87,61 @@ def test_macro_f1():
     assert macro_f1(y, logits, mask) == pytest.approx(
         f1_score(y[:400], logits[:400].argmax(1), average="macro", zero_division=0))
     assert macro_f1(y, logits, mask) != pytest.approx(macro_f1(y, logits))
+
+
+def test_macro_f1_leaves_out_lrgb_ignore_label():
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 21, size=300)
+    logits = rng.normal(size=(300, 21))
+    logits[np.arange(300), y] += 2.0
+    y_ign = y.copy()
+    ignored = rng.random(300) < 0.2
+    y_ign[ignored] = 255
+    want = f1_score(y[~ignored], logits[~ignored].argmax(1), average="macro", zero_division=0)
+    assert macro_f1(y_ign, logits) == pytest.approx(want)
+    assert macro_f1(y_ign[:, None], logits) == pytest.approx(want)
+    # counting 255 as a class (which no prediction hits) would lower the score
+    assert macro_f1(y_ign, logits, ignore_label=None) < want - 0.01
+    mask = np.arange(300) < 250
+    keep = mask & ~ignored
+    assert macro_f1(y_ign, logits, mask) == pytest.approx(
+        f1_score(y[keep], logits[keep].argmax(1), average="macro", zero_division=0))
+    with pytest.raises(ValueError, match="no rows .*without label 255"):
+        macro_f1(np.full(4, 255), logits[:4])
+
+
+def test_roc_auc_by_hand_and_as_the_heterophily_benchmark():
+    # pairs (pos, neg): (0.35 > 0.1), (0.35 < 0.4), (0.8 > 0.1), (0.8 > 0.4): 3 of 4
+    assert roc_auc(np.array([0, 0, 1, 1]), np.array([0.1, 0.4, 0.35, 0.8])) == 0.75
+    rng = np.random.default_rng(5)
+    y = (rng.random(400) < 0.25).astype(np.int64)
+    logits = rng.normal(size=(400, 1)) + y[:, None]
+    assert roc_auc(y, logits) == pytest.approx(roc_auc_score(y, logits[:, 0]))
+    split = rng.random(400) < 0.5
+    assert roc_auc(y[:, None].astype(np.float32), logits, split) == pytest.approx(
+        roc_auc_score(y[split], logits[split, 0]))
+    assert roc_auc(y, logits, split) != pytest.approx(roc_auc(y, logits))
+    y_nan = y.astype(np.float64)
+    y_nan[~split] = np.nan  # unlabelled rows (outside a split) are left out
+    assert roc_auc(y_nan, logits) == pytest.approx(roc_auc(y, logits, split))
+
+
+def test_roc_auc_refuses_what_it_cannot_score():
+    with pytest.raises(ValueError, match="undefined: 3 labelled row.*3 positive"):
+        roc_auc(np.ones(3), np.arange(3.0))
+    with pytest.raises(ValueError, match="1 non-finite prediction.*row 2"):
+        roc_auc(np.array([0, 1, 0, 1]), np.array([0.1, 0.2, np.inf, 0.3]))
+    with pytest.raises(ValueError, match="labels must be 0/1"):
+        roc_auc(np.array([0, 1, 2]), np.arange(3.0))
+    with pytest.raises(ValueError, match="binary"):
+        roc_auc(np.array([0, 1, 0]), np.ones((3, 2)))
+
+
+def test_accuracy():
+    y = np.array([0, 2, 1, 1])
+    logits = np.array([[3.0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 5, 0]])
+    assert accuracy(y, logits) == 0.75
+    assert accuracy(y[:, None], logits.argmax(1)) == 0.75
+    assert accuracy(y, logits, np.array([True, True, False, True])) == 1.0
+    with pytest.raises(ValueError, match="non-finite"):
+        accuracy(y, np.full((4, 3), np.nan))

@@ -9,6 +9,7 @@ written by another version of the code is rebuilt rather than misread.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -73,6 +74,8 @@ class GraphDataset:
       n_node, n_edge: `[G]` int32 counts.
       node_targets: `[sum n_node, T]` node-level targets, or None.
       graph_targets: `[G, T]` graph-level targets, or None.
+      meta: what produced the data, as short strings (e.g. `{"node_features": "raw"}`),
+        saved with the cache and kept by `subset`, so a results row can state it.
     """
 
     nodes: np.ndarray
@@ -83,6 +86,7 @@ class GraphDataset:
     n_edge: np.ndarray
     node_targets: np.ndarray | None = None
     graph_targets: np.ndarray | None = None
+    meta: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("n_node", "n_edge", "senders", "receivers"):
@@ -173,6 +177,7 @@ class GraphDataset:
             n_edge=self.n_edge[indices],
             node_targets=None if self.node_targets is None else self.node_targets[node_rows],
             graph_targets=None if self.graph_targets is None else self.graph_targets[indices],
+            meta=dict(self.meta),
         )
 
     @classmethod
@@ -201,6 +206,8 @@ class GraphDataset:
         arrays = {k: getattr(self, k) for k in _FIELDS if getattr(self, k) is not None}
         arrays.update({f"extra_{k}": np.asarray(v) for k, v in extra.items()})
         arrays["cache_version"] = np.asarray(CACHE_VERSION)
+        if self.meta:
+            arrays["meta_json"] = np.asarray(json.dumps(self.meta, sort_keys=True))
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
         os.close(fd)
         try:
@@ -219,6 +226,9 @@ class GraphDataset:
                     return None
                 fields = {k: (f[k] if k in f else None) for k in _FIELDS}
                 extra = {k[len("extra_"):]: f[k] for k in f.files if k.startswith("extra_")}
+                meta = json.loads(str(f["meta_json"])) if "meta_json" in f else {}
         except (OSError, ValueError, KeyError, EOFError):
             return None
-        return cls(**fields), extra
+        if not isinstance(meta, dict):
+            return None
+        return cls(**fields, meta=meta), extra

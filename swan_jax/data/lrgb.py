@@ -2,11 +2,15 @@
 
 Every loader returns `{"train": ..., "val": ..., "test": ...}` and
 
-* reads raw files under `data_dir` (default: env `SWAN_DATA_DIR`, else `data/`),
-  checking the md5 of each raw file whose official md5 is known (`verify_md5=False` to use
-  files of your own);
-* downloads a missing raw file from its official URL with `download.fetch` (without
-  network it fails with a message saying which URL to put at which path);
+* reads raw files from `data_dir` (default: env `SWAN_DATA_DIR`, else `data/`) and never
+  writes there (it may be read-only or shared);
+* looks for a file missing there in `download_dir` (default
+  `download.default_download_dir()`: env `SWAN_DOWNLOAD_DIR`, else `~/.cache/swan-jax`)
+  and, with `download=True`, downloads it there from its official URL, atomically (a failed
+  download leaves nothing behind); without network it fails with a message saying which
+  URL to put at which path. `missing_files` / `ensure_available` check all of it up front;
+* checks the md5 of each raw file whose official md5 is known (`verify_md5=False`, CLI
+  `--no-verify-md5`, to use files of your own);
 * caches the processed graphs as `.npz` under `cache_dir` (default: env `SWAN_CACHE_DIR`,
   else `cache/` in the working directory; git-ignored), keyed by the raw files' md5 and
   the loader options, and stamped with `CACHE_VERSION`; a stale or unreadable cache is
@@ -20,10 +24,13 @@ the official stratified split (CSV row indices, read with the safe unpickler). F
 float32 `[G, 11]` (targets already standardised in the official file; metric: MAE).
 
 PascalVOC-SP (edge_wt_region_boundary, SLIC compactness 30): `nodes` float32 `[N, 14]`,
-`edges` float32 `[E, 2]`, `node_targets` int32 `[N, 1]` (21 classes; metric: macro F1).
-Node features are standardised channel-wise with the mean and standard deviation over
-all *training* nodes, applied to train, val and test alike (`normalize=False` to keep raw
-features; a constant channel is only centred).
+`edges` float32 `[E, 2]`, `node_targets` int32 `[N, 1]` (21 classes, 255 = "ignore", which
+the loss and macro F1 mask; metric: macro F1). Read straight from LRGB's official zip of
+torch-pickled tensors, without torch (`safe_pickle` / `torch_legacy`). Node features are
+LRGB's raw 14 features by default (what LRGB's baselines feed to their linear encoder);
+`standardize=True` standardises them channel-wise with the mean and standard deviation
+over all *training* nodes. `GraphDataset.meta["node_features"]` says which ("raw" or
+"standardized").
 """
 
 from __future__ import annotations
@@ -34,8 +41,8 @@ import gzip
 import hashlib
 import json
 import math
-import os
 import warnings
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -44,47 +51,95 @@ from tqdm.auto import tqdm
 
 from swan_jax.data import molecules
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.data.download import ChecksumError, fetch, md5_of
-from swan_jax.data.safe_pickle import safe_load
+from swan_jax.data.download import (
+    default_cache_dir,
+    default_data_dir,
+    default_download_dir,
+    fetch_first,
+    md5_of,
+)
+from swan_jax.data.errors import (
+    SKIP_BAD_ROWS,
+    VERIFY_MD5,
+    ChecksumError,
+    DataError,
+    DataFormatError,
+    MissingDataError,
+    MissingFile,
+    switch_hint,
+)
+from swan_jax.data.safe_pickle import safe_load, safe_load_file
+
+__all__ = ["DATASETS", "ChecksumError", "DataFormatError", "MissingDataError", "MissingFile",
+           "ensure_available", "load_pascalvoc_sp", "load_peptides_func",
+           "load_peptides_struct", "missing_files"]
 
 SPLITS = ("train", "val", "test")
 
 
 @dataclasses.dataclass(frozen=True)
 class RawFile:
-    """A raw file: its path under the data directory, official URL and md5 (if known)."""
+    """A raw file: its path under a data folder, official URL(s) and md5 (if known).
+
+    `url` is tried first, then `mirrors`; `alternatives` are other paths under the data
+    folder where LRGB's own loaders keep the same file.
+    """
 
     path: str
     url: str | None
     md5: str | None
+    mirrors: tuple[str, ...] = ()
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return (() if self.url is None else (self.url,)) + self.mirrors
+
+
+def _peptides_file(folder: str, name: str, url: str, md5: str) -> RawFile:
+    return RawFile(f"{folder}/{name}", url, md5, alternatives=(f"{folder}/raw/{name}",))
 
 
 # As in LRGB's peptides_functional.py / peptides_structural.py (the struct loader uses the
 # standardised CSV; its split file has the same md5 as the func one there).
 RAW_FILES: dict[str, RawFile] = {
-    "peptides_func_csv": RawFile(
-        "peptides-functional/peptide_multi_class_dataset.csv.gz",
+    "peptides_func_csv": _peptides_file(
+        "peptides-functional", "peptide_multi_class_dataset.csv.gz",
         "https://www.dropbox.com/s/ol2v01usvaxbsr8/peptide_multi_class_dataset.csv.gz?dl=1",
-        "701eb743e899f4d793f0e13c8fa5a1b4",
-    ),
-    "peptides_func_split": RawFile(
-        "peptides-functional/splits_random_stratified_peptide.pickle",
+        "701eb743e899f4d793f0e13c8fa5a1b4"),
+    "peptides_func_split": _peptides_file(
+        "peptides-functional", "splits_random_stratified_peptide.pickle",
         "https://www.dropbox.com/s/j4zcnx2eipuo0xz/splits_random_stratified_peptide.pickle?dl=1",
-        "5a0114bdadc80b94fc7ae974f13ef061",
-    ),
-    "peptides_struct_csv": RawFile(
-        "peptides-structural/peptide_structure_normalized_dataset.csv.gz",
+        "5a0114bdadc80b94fc7ae974f13ef061"),
+    "peptides_struct_csv": _peptides_file(
+        "peptides-structural", "peptide_structure_normalized_dataset.csv.gz",
         "https://www.dropbox.com/s/0d4aalmq4b4e2nh/"
         "peptide_structure_normalized_dataset.csv.gz?dl=1",
-        "c240c1c15466b5c907c63e180fa8aa89",
-    ),
-    "peptides_struct_split": RawFile(
-        "peptides-structural/splits_random_stratified_peptide_structure.pickle",
+        "c240c1c15466b5c907c63e180fa8aa89"),
+    "peptides_struct_split": _peptides_file(
+        "peptides-structural", "splits_random_stratified_peptide_structure.pickle",
         "https://www.dropbox.com/s/9dfifzft1hqgow6/"
         "splits_random_stratified_peptide_structure.pickle?dl=1",
-        "5a0114bdadc80b94fc7ae974f13ef061",
-    ),
+        "5a0114bdadc80b94fc7ae974f13ef061"),
+    # LRGB's VOCSuperpixels zip (slic 30, edge_wt_region_boundary): a folder
+    # voc_superpixels_edge_wt_region_boundary/ with {train,val,test}.pickle of torch
+    # tensors. URL: Zenodo record 6975830 (LRGB's release there), then the Dropbox link of
+    # LRGB's voc_superpixels.py. LRGB publishes no md5 for it; this one is the md5 that a
+    # public dataset-preparation script checks for the Zenodo file (not verified here).
+    "pascalvoc_zip": RawFile(
+        "pascalvoc-sp/voc_superpixels_edge_wt_region_boundary.zip",
+        "https://zenodo.org/records/6975830/files/"
+        "voc_superpixels_edge_wt_region_boundary.zip?download=1",
+        "9a535cb17ab5c6ca94d0b93f0b5293e7",
+        mirrors=("https://www.dropbox.com/s/8x722ai272wqwl4/"
+                 "voc_superpixels_edge_wt_region_boundary.zip?dl=1",)),
 }
+DATASET_FILES: dict[str, tuple[str, ...]] = {
+    "peptides-func": ("peptides_func_csv", "peptides_func_split"),
+    "peptides-struct": ("peptides_struct_csv", "peptides_struct_split"),
+    "pascalvoc-sp": ("pascalvoc_zip",),
+}
+DATASETS = tuple(DATASET_FILES)
 
 PEPTIDES_FUNC_NUM_CLASSES = 10
 PEPTIDES_STRUCT_TARGETS = (
@@ -93,52 +148,131 @@ PEPTIDES_STRUCT_TARGETS = (
     "length_a", "length_b", "length_c", "Spherocity", "Plane_best_fit",
 )
 
-# LRGB's VOCSuperpixels zip (slic 30, edge_wt_region_boundary). Its pickles hold torch
-# tensors, which the safe unpickler refuses: they must be converted to NumPy first.
-PASCALVOC_URL = ("https://www.dropbox.com/s/8x722ai272wqwl4/"
-                 "voc_superpixels_edge_wt_region_boundary.zip?dl=1")
+PASCALVOC_URL = RAW_FILES["pascalvoc_zip"].url
 PASCALVOC_DIR = "pascalvoc-sp"
-PASCALVOC_LRGB_DIR = "VOCSuperpixels/slic_compactness_30/edge_wt_region_boundary/raw"
+# Folders of extracted pickles that are read instead of the zip, in this order.
+PASCALVOC_FOLDERS = (PASCALVOC_DIR,
+                     "VOCSuperpixels/slic_compactness_30/edge_wt_region_boundary/raw",
+                     "voc_superpixels_edge_wt_region_boundary")
 PASCALVOC_NUM_CLASSES = 21
 PASCALVOC_IGNORE_LABEL = 255
 PASCALVOC_NODE_DIM = 14
 
 
-def default_data_dir() -> Path:
-    return Path(os.environ.get("SWAN_DATA_DIR") or "data")
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("SWAN_CACHE_DIR") or "cache")
-
-
-class DataFormatError(ValueError):
-    """A raw file is malformed; the message names the file (and the row when it is one)."""
+def _dirs(data_dir, download_dir) -> tuple[Path, Path]:
+    return (Path(data_dir) if data_dir is not None else default_data_dir(),
+            Path(download_dir) if download_dir is not None else default_download_dir())
 
 
 # ----------------------------------------------------------------------------- raw files
 
-def _raw_path(data_dir: Path, key: str, *, verify_md5: bool, download: bool) -> tuple[Path, str]:
+_MD5_MEMO: dict[tuple[str, int, int], str] = {}
+
+
+def _md5(path: Path) -> str:
+    """md5 of `path`, remembered per (path, size, mtime) within the process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _MD5_MEMO:
+        _MD5_MEMO[key] = md5_of(path)
+    return _MD5_MEMO[key]
+
+
+def _candidates(spec: RawFile, data_dir: Path, download_dir: Path) -> list[Path]:
+    return ([data_dir / spec.path] + [data_dir / alt for alt in spec.alternatives]
+            + [download_dir / spec.path])
+
+
+def _missing(dataset: str, key: str, data_dir: Path, download_dir: Path,
+             reason: str = "not found") -> MissingFile:
+    spec = RAW_FILES[key]
+    looked = [str(p.absolute()) for p in _candidates(spec, data_dir, download_dir)]
+    if key == "pascalvoc_zip":  # extracted pickles count too
+        looked[1:1] = [str((data_dir / f).absolute()) + "/{train,val,test}.pickle"
+                       for f in PASCALVOC_FOLDERS]
+    return MissingFile(dataset, spec.path, tuple(looked), spec.url, spec.md5,
+                       str((download_dir / spec.path).absolute()) if spec.url else None,
+                       reason)
+
+
+def _voc_folder(data_dir: Path) -> Path | None:
+    for folder in PASCALVOC_FOLDERS:
+        if all((data_dir / folder / f"{s}.pickle").is_file() for s in SPLITS):
+            return data_dir / folder
+    return None
+
+
+def missing_files(dataset: str, data_dir: str | Path | None = None,
+                  download_dir: str | Path | None = None) -> list[MissingFile]:
+    """The raw files of `dataset` found neither in `data_dir` nor in `download_dir`.
+
+    No network, no writes, no hashing: a quick check to run for every requested data set
+    before any training. Each `MissingFile` says where it was looked for and how to get it
+    (`.downloadable` when a loader with `download=True` would fetch it). `dataset` is one
+    of `DATASETS`.
+    """
+    if dataset not in DATASET_FILES:
+        raise ValueError(f"unknown LRGB data set {dataset!r}; valid: {', '.join(DATASETS)}")
+    data_dir, download_dir = _dirs(data_dir, download_dir)
+    out = []
+    for key in DATASET_FILES[dataset]:
+        if key == "pascalvoc_zip" and _voc_folder(data_dir) is not None:
+            continue
+        if not any(p.is_file() for p in _candidates(RAW_FILES[key], data_dir, download_dir)):
+            out.append(_missing(dataset, key, data_dir, download_dir))
+    return out
+
+
+def ensure_available(datasets, data_dir: str | Path | None = None,
+                     download_dir: str | Path | None = None, *, download: bool = True,
+                     verify_md5: bool = True) -> list[MissingFile]:
+    """Download what `datasets` miss (when `download`); return what is still missing.
+
+    Runs `missing_files` for every data set, then, with `download=True`, fetches each
+    downloadable one into `download_dir` (md5-checked unless `verify_md5=False`). A failed
+    download is not raised: its `MissingFile.reason` holds the error's message. An empty
+    list means every raw file is on disk (their md5 is checked when they are loaded).
+    """
+    data_dir, download_dir = _dirs(data_dir, download_dir)
+    still = []
+    for dataset in datasets:
+        for m in missing_files(dataset, data_dir, download_dir):
+            if not (download and m.downloadable):
+                still.append(m)
+                continue
+            key = next(k for k in DATASET_FILES[dataset] if RAW_FILES[k].path == m.file)
+            try:
+                _download(key, download_dir, verify_md5)
+            except DataError as err:
+                still.append(dataclasses.replace(m, reason=f"download failed: {err}"))
+    return still
+
+
+def _download(key: str, download_dir: Path, verify_md5: bool) -> Path:
+    spec = RAW_FILES[key]
+    dest = download_dir / spec.path
+    print(f"Downloading {spec.url} -> {dest}")
+    return fetch_first(spec.urls, dest, spec.md5 if verify_md5 else None)
+
+
+def _raw_path(dataset: str, key: str, data_dir: Path, download_dir: Path, *, verify_md5: bool,
+              download: bool) -> tuple[Path, str]:
     """The raw file's local path (downloaded if missing) and its md5 (checked if known)."""
     spec = RAW_FILES[key]
-    path = data_dir / spec.path
-    lrgb_layout = path.parent / "raw" / path.name  # where LRGB's own loaders keep the CSV
-    if not path.exists() and lrgb_layout.exists():
-        path = lrgb_layout
-    if not path.exists():
+    path = next((p for p in _candidates(spec, data_dir, download_dir) if p.is_file()), None)
+    if path is None:
         if not download or spec.url is None:
-            raise FileNotFoundError(
-                f"missing raw file {path.resolve()}: download {spec.url} and put it there"
-                + (f" (md5 {spec.md5})." if spec.md5 else ".")
-            )
-        print(f"Downloading {spec.url} -> {path}")
-        fetch(spec.url, path, spec.md5 if verify_md5 else None)
-    got = md5_of(path)
+            raise MissingDataError([_missing(dataset, key, data_dir, download_dir)],
+                                   downloads_off=not download)
+        path = _download(key, download_dir, verify_md5)
+    got = _md5(path)
     if verify_md5 and spec.md5 is not None and got != spec.md5:
+        fix = ("delete it to download it again" if path.is_relative_to(download_dir)
+               else "replace it with the official file")
         raise ChecksumError(
-            f"{path} has md5 {got}, expected {spec.md5} (the official release). Delete it "
-            "to download it again, or pass verify_md5=False to use a file of your own."
-        )
+            f"{path} has md5 {got}, expected {spec.md5} (the official release): {fix}, or "
+            f"{switch_hint(*VERIFY_MD5)} to use a file of your own.",
+            path=path, url=spec.url, expected=spec.md5, got=got)
     return path, got
 
 
@@ -166,11 +300,11 @@ def _read_csv_rows(path: Path, limit: int | None, columns: tuple[str, ...],
             reader = csv.reader(f)
             header = next(reader, None)
             if header is None:
-                raise DataFormatError(f"{path}: empty CSV (no header)")
+                raise DataFormatError(f"{path}: empty CSV (no header)", path=path)
             missing = [c for c in columns if c not in header]
             if missing:
                 raise DataFormatError(f"{path}: header {header[:20]} lacks the column(s) "
-                                      f"{missing}")
+                                      f"{missing}", path=path)
             absent = 1 << 62  # an absent optional column: an index past any row's end
             index = [header.index(c) if c in header else absent for c in columns + optional]
             for fields in reader:
@@ -180,13 +314,14 @@ def _read_csv_rows(path: Path, limit: int | None, columns: tuple[str, ...],
                 rows.append((reader.line_num, n, [fields[i] if i < n else None for i in index]))
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise DataFormatError(
-            f"{path}: truncated or corrupt gzip file ({err}); delete it and download it again"
-        ) from err
+            f"{path}: truncated or corrupt gzip file ({err}); replace it with the official "
+            "file", path=path) from err
     except csv.Error as err:
         line = reader.line_num if reader is not None else "?"
-        raise DataFormatError(f"{path}: malformed CSV near line {line}: {err}") from err
+        raise DataFormatError(f"{path}: malformed CSV near line {line}: {err}", path=path,
+                              line=reader.line_num if reader is not None else None) from err
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"{path}: not UTF-8 text ({err})") from err
+        raise DataFormatError(f"{path}: not UTF-8 text ({err})", path=path) from err
     finally:
         csv.field_size_limit(old_limit)
     return len(header), rows
@@ -225,7 +360,8 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
     graphs, kept, n_bad, first_error = [], [], 0, ""
     for r, (line, n_fields, values) in enumerate(tqdm(rows, desc=desc, disable=not progress,
                                                       unit="mol", mininterval=1.0)):
-        ident = f", identifier {values[-1]}" if values[-1] is not None else ""
+        identifier = values[-1]
+        ident = f", identifier {identifier}" if identifier is not None else ""
         where = f"{path}: row {r} (line {line}{ident})"
         try:
             if n_fields != n_header:
@@ -235,7 +371,10 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
         except ValueError as err:
             message = str(err) if str(err).startswith(where) else f"{where}: {err}"
             if not skip_bad_rows:
-                raise DataFormatError(message + " (skip_bad_rows=True skips such rows)") from None
+                raise DataFormatError(
+                    f"{message} ({switch_hint(*SKIP_BAD_ROWS)} to skip such rows)",
+                    path=path, row=r, line=line, identifier=identifier,
+                    switch=SKIP_BAD_ROWS[0], flag=SKIP_BAD_ROWS[1]) from None
             n_bad += 1
             first_error = first_error or message
             continue
@@ -243,7 +382,8 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
         graphs.append(graph)
         kept.append(r)
     if not graphs:
-        raise DataFormatError(f"{path}: no valid rows" + (f" ({first_error})" if n_bad else ""))
+        raise DataFormatError(f"{path}: no valid rows" + (f" ({first_error})" if n_bad else ""),
+                              path=path)
     return GraphDataset.from_graphs(graphs), np.asarray(kept, np.int64), len(rows), n_bad, \
         first_error
 
@@ -252,31 +392,37 @@ def _read_split(path: Path, n_rows: int, limited: bool) -> dict[str, np.ndarray]
     splits = safe_load(path)
     if not isinstance(splits, dict) or not all(s in splits for s in SPLITS):
         keys = list(splits) if isinstance(splits, dict) else type(splits).__name__
-        raise DataFormatError(f"{path}: expected a dict with keys {SPLITS}, got {keys}")
+        raise DataFormatError(f"{path}: expected a dict with keys {SPLITS}, got {keys}",
+                              path=path)
     out = {}
     for s in SPLITS:
         idx = np.asarray(splits[s])
         if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
             raise DataFormatError(f"{path}: split {s!r} is not a 1-D integer index array "
-                                  f"(shape {idx.shape}, dtype {idx.dtype})")
+                                  f"(shape {idx.shape}, dtype {idx.dtype})", path=path)
         idx = idx.astype(np.int64)
         if limited:
             idx = idx[(idx >= 0) & (idx < n_rows)]
         elif idx.size and (idx.min() < 0 or idx.max() >= n_rows):
             bad = int(idx[(idx < 0) | (idx >= n_rows)][0])
             raise DataFormatError(f"{path}: split {s!r} indexes row {bad} "
-                                  f"but the CSV has {n_rows} rows")
+                                  f"but the CSV has {n_rows} rows", path=path)
         out[s] = idx
     return out
 
 
 def _load_peptides(name: str, csv_key: str, split_key: str, target_columns, parse_targets, *,
-                   data_dir, cache_dir, limit, skip_bad_rows, verify_md5, download,
-                   progress) -> dict[str, GraphDataset]:
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+                   data_dir, cache_dir, download_dir, limit, skip_bad_rows, verify_md5,
+                   download, progress) -> dict[str, GraphDataset]:
+    data_dir, download_dir = _dirs(data_dir, download_dir)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    csv_path, csv_md5 = _raw_path(data_dir, csv_key, verify_md5=verify_md5, download=download)
-    split_path, _ = _raw_path(data_dir, split_key, verify_md5=verify_md5, download=download)
+    missing = missing_files(name, data_dir, download_dir)
+    if missing and not download:
+        raise MissingDataError(missing, downloads_off=True)
+    csv_path, csv_md5 = _raw_path(name, csv_key, data_dir, download_dir,
+                                  verify_md5=verify_md5, download=download)
+    split_path, _ = _raw_path(name, split_key, data_dir, download_dir, verify_md5=verify_md5,
+                              download=download)
 
     cache = _cache_file(cache_dir, name, csv_md5, limit, skip_bad_rows)
     hit = GraphDataset.load(cache)
@@ -302,13 +448,15 @@ def _load_peptides(name: str, csv_key: str, split_key: str, target_columns, pars
     for s in SPLITS:
         pos = position[splits[s]]
         out[s] = full.subset(pos[pos >= 0])
+        out[s].meta = {"dataset": name, "source": str(csv_path)}
     return out
 
 
 def load_peptides_func(data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
-                       *, limit: int | None = None, skip_bad_rows: bool = False,
-                       verify_md5: bool = True, download: bool = True,
-                       progress: bool = True) -> dict[str, GraphDataset]:
+                       *, download_dir: str | Path | None = None, limit: int | None = None,
+                       skip_bad_rows: bool = False, verify_md5: bool = True,
+                       download: bool = True, progress: bool = True
+                       ) -> dict[str, GraphDataset]:
     """LRGB Peptides-func: 10-way multi-label graph classification (metric: AP).
 
     Raw files under `data_dir`: `peptides-functional/peptide_multi_class_dataset.csv.gz`
@@ -318,18 +466,21 @@ def load_peptides_func(data_dir: str | Path | None = None, cache_dir: str | Path
     `graph_targets` float32 `[G, 10]`.
 
     A malformed row (wrong field count, labels not a list of ten 0/1, invalid SMILES)
-    raises DataFormatError naming the file and row; `skip_bad_rows=True` drops such rows
-    (and their split entries) with a warning giving the count.
+    raises DataFormatError naming the file and row; `skip_bad_rows=True` (CLI
+    `--skip-bad-rows`) drops such rows (and their split entries) with a warning giving the
+    count. Missing raw files are looked for in `download_dir` and downloaded there (module
+    docstring); MissingDataError lists what is missing when `download=False`.
     """
     return _load_peptides(
         "peptides-func", "peptides_func_csv", "peptides_func_split", ("labels",),
         lambda fields: _parse_labels(fields[0]), data_dir=data_dir, cache_dir=cache_dir,
-        limit=limit, skip_bad_rows=skip_bad_rows, verify_md5=verify_md5, download=download,
-        progress=progress)
+        download_dir=download_dir, limit=limit, skip_bad_rows=skip_bad_rows,
+        verify_md5=verify_md5, download=download, progress=progress)
 
 
 def load_peptides_struct(data_dir: str | Path | None = None,
-                         cache_dir: str | Path | None = None, *, limit: int | None = None,
+                         cache_dir: str | Path | None = None, *,
+                         download_dir: str | Path | None = None, limit: int | None = None,
                          skip_bad_rows: bool = False, verify_md5: bool = True,
                          download: bool = True, progress: bool = True
                          ) -> dict[str, GraphDataset]:
@@ -343,110 +494,162 @@ def load_peptides_struct(data_dir: str | Path | None = None,
     return _load_peptides(
         "peptides-struct", "peptides_struct_csv", "peptides_struct_split",
         PEPTIDES_STRUCT_TARGETS, lambda fields: _parse_floats(fields, PEPTIDES_STRUCT_TARGETS),
-        data_dir=data_dir, cache_dir=cache_dir, limit=limit, skip_bad_rows=skip_bad_rows,
-        verify_md5=verify_md5, download=download, progress=progress)
+        data_dir=data_dir, cache_dir=cache_dir, download_dir=download_dir, limit=limit,
+        skip_bad_rows=skip_bad_rows, verify_md5=verify_md5, download=download,
+        progress=progress)
 
 
 # ---------------------------------------------------------------------------- PascalVOC
 
-def _voc_raw_paths(data_dir: Path) -> dict[str, Path]:
-    for folder in (data_dir / PASCALVOC_DIR, data_dir / PASCALVOC_LRGB_DIR):
-        paths = {s: folder / f"{s}.pickle" for s in SPLITS}
-        if all(p.exists() for p in paths.values()):
-            return paths
-    want = data_dir / PASCALVOC_DIR
-    raise FileNotFoundError(
-        f"missing PascalVOC-SP raw files: put train.pickle, val.pickle and test.pickle in "
-        f"{want.resolve()}. They come from LRGB's {PASCALVOC_URL} (folder "
-        "voc_superpixels_edge_wt_region_boundary), whose pickles hold torch tensors: convert "
-        "each graph tuple (x, edge_attr, edge_index, y) to NumPy arrays (t.numpy()) where "
-        "torch is installed and pickle.dump the list. Not downloaded automatically, since "
-        "the official files cannot be read without torch."
-    )
+@dataclasses.dataclass(frozen=True)
+class _VocSource:
+    """Where the three PascalVOC-SP pickles are read from: a folder or the official zip."""
+
+    path: Path  # the folder, or the zip
+    identity: tuple[str, ...]  # md5s that key the cache
+
+    def read(self, split: str):
+        if self.path.is_dir():
+            return safe_load(self.path / f"{split}.pickle")
+        source = f"{self.path}"
+        try:
+            with zipfile.ZipFile(self.path) as archive:
+                names = [n for n in archive.namelist()
+                         if n.rsplit("/", 1)[-1] == f"{split}.pickle"]
+                if len(names) != 1:
+                    raise DataFormatError(f"{source}: expected one {split}.pickle in the zip, "
+                                          f"found {names or 'none'}", path=self.path)
+                with archive.open(names[0]) as f:
+                    return safe_load_file(f, f"{source}:{names[0]}")
+        except (zipfile.BadZipFile, zlib.error, EOFError) as err:
+            raise DataFormatError(f"{source}: truncated or corrupt zip ({err}); replace it "
+                                  "with the official file (a downloaded copy: delete it to "
+                                  "download it again)", path=self.path) from err
 
 
-def _voc_graphs(path: Path, limit: int | None, progress: bool) -> list[dict]:
-    graphs = safe_load(path)
+def _voc_source(data_dir: Path, download_dir: Path, *, verify_md5: bool,
+                download: bool) -> _VocSource:
+    folder = _voc_folder(data_dir)
+    if folder is not None:
+        return _VocSource(folder, tuple(_md5(folder / f"{s}.pickle") for s in SPLITS))
+    path, md5 = _raw_path("pascalvoc-sp", "pascalvoc_zip", data_dir, download_dir,
+                          verify_md5=verify_md5, download=download)
+    return _VocSource(path, (md5,))
+
+
+def _voc_graphs(graphs, path: str, limit: int | None, progress: bool) -> list[dict]:
+    """Check LRGB's graph tuples (NumPy arrays, or torch tensors read as NumPy) and convert."""
     if not isinstance(graphs, list | tuple):
         raise DataFormatError(f"{path}: expected a list of graph tuples, "
-                              f"got {type(graphs).__name__}")
+                              f"got {type(graphs).__name__}", path=path)
     if limit is not None:
         graphs = graphs[:limit]
     out = []
-    for g, item in enumerate(tqdm(graphs, desc=f"PascalVOC-SP {path.name}",
+    for g, item in enumerate(tqdm(graphs, desc=f"PascalVOC-SP {Path(path).name}",
                                   disable=not progress, unit="graph", mininterval=1.0)):
-        where = f"{path}: graph {g}"
-        if not isinstance(item, list | tuple) or len(item) != 4:
-            raise DataFormatError(f"{where}: expected a tuple (x, edge_attr, edge_index, y)")
-        x, edge_attr, edge_index, y = (np.asarray(a) for a in item)
-        n = x.shape[0] if x.ndim == 2 else -1
-        if x.ndim != 2 or x.shape[1] != PASCALVOC_NODE_DIM:
-            raise DataFormatError(f"{where}: x has shape {x.shape}, "
-                                  f"expected [n, {PASCALVOC_NODE_DIM}]")
-        if edge_attr.ndim == 1:
-            edge_attr = edge_attr[:, None]
-        if edge_index.ndim != 2 or edge_index.shape[0] != 2 \
-                or not np.issubdtype(edge_index.dtype, np.integer):
-            raise DataFormatError(f"{where}: edge_index has shape {edge_index.shape} and dtype "
-                                  f"{edge_index.dtype}, expected int [2, e]")
-        if edge_attr.ndim != 2 or edge_attr.shape[0] != edge_index.shape[1]:
-            raise DataFormatError(f"{where}: edge_attr has shape {edge_attr.shape} for "
-                                  f"{edge_index.shape[1]} edges")
-        if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
-            raise DataFormatError(f"{where}: y has shape {y.shape} and dtype {y.dtype}, "
-                                  f"expected int [{n}]")
-        bad = ((y < 0) | (y >= PASCALVOC_NUM_CLASSES)) & (y != PASCALVOC_IGNORE_LABEL)
-        if np.any(bad):
-            raise DataFormatError(f"{where}: node label {int(y[bad][0])} is outside "
-                                  f"0..{PASCALVOC_NUM_CLASSES - 1}")
-        if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= n):
-            raise DataFormatError(f"{where}: edge_index refers to a node outside 0..{n - 1}")
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(edge_attr))):
-            raise DataFormatError(f"{where}: non-finite node or edge feature")
-        out.append({"nodes": x.astype(np.float32), "edges": edge_attr.astype(np.float32),
-                    "senders": edge_index[0], "receivers": edge_index[1],
-                    "node_targets": y.astype(np.int32)[:, None]})
+        try:
+            out.append(_voc_graph(item))
+        except ValueError as err:
+            raise DataFormatError(f"{path}: graph {g}: {err}", path=path,
+                                  item=f"graph {g}") from None
     if not out:
-        raise DataFormatError(f"{path}: no graphs")
+        raise DataFormatError(f"{path}: no graphs", path=path)
     return out
+
+
+def _voc_graph(item) -> dict:
+    if not isinstance(item, list | tuple) or len(item) != 4 or \
+            not all(isinstance(a, np.ndarray) for a in item):
+        raise ValueError("expected a tuple of arrays (x, edge_attr, edge_index, y)")
+    x, edge_attr, edge_index, y = item
+    n = x.shape[0] if x.ndim == 2 else -1
+    if x.ndim != 2 or x.shape[1] != PASCALVOC_NODE_DIM:
+        raise ValueError(f"x has shape {x.shape}, expected [n, {PASCALVOC_NODE_DIM}]")
+    if edge_attr.ndim == 1:
+        edge_attr = edge_attr[:, None]
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2 \
+            or not np.issubdtype(edge_index.dtype, np.integer):
+        raise ValueError(f"edge_index has shape {edge_index.shape} and dtype "
+                         f"{edge_index.dtype}, expected int [2, e]")
+    if edge_attr.ndim != 2 or edge_attr.shape[0] != edge_index.shape[1]:
+        raise ValueError(f"edge_attr has shape {edge_attr.shape} for {edge_index.shape[1]} "
+                         "edges")
+    if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y has shape {y.shape} and dtype {y.dtype}, expected int [{n}]")
+    bad = ((y < 0) | (y >= PASCALVOC_NUM_CLASSES)) & (y != PASCALVOC_IGNORE_LABEL)
+    if np.any(bad):
+        raise ValueError(f"node label {int(y[bad][0])} is outside 0..{PASCALVOC_NUM_CLASSES - 1}"
+                         f" and is not the ignore label {PASCALVOC_IGNORE_LABEL}")
+    if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= n):
+        raise ValueError(f"edge_index refers to a node outside 0..{n - 1}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(edge_attr))):
+        raise ValueError("non-finite node or edge feature")
+    return {"nodes": x.astype(np.float32), "edges": edge_attr.astype(np.float32),
+            "senders": edge_index[0], "receivers": edge_index[1],
+            "node_targets": y.astype(np.int32)[:, None]}
 
 
 def load_pascalvoc_sp(data_dir: str | Path | None = None, cache_dir: str | Path | None = None,
-                      *, limit: int | None = None, normalize: bool = True,
-                      progress: bool = True) -> dict[str, GraphDataset]:
+                      *, download_dir: str | Path | None = None, limit: int | None = None,
+                      standardize: bool = False, verify_md5: bool = True,
+                      download: bool = True, progress: bool = True
+                      ) -> dict[str, GraphDataset]:
     """LRGB PascalVOC-SP: 21-class superpixel node classification (metric: macro F1).
 
-    Raw files: `train.pickle`, `val.pickle`, `test.pickle` in `<data_dir>/pascalvoc-sp/`
-    (or LRGB's layout `<data_dir>/VOCSuperpixels/slic_compactness_30/
-    edge_wt_region_boundary/raw/`), each a list of tuples `(x float [n, 14], edge_attr
-    float [e, 2], edge_index int [2, e], y int [n])` of NumPy arrays (8498 / 1428 / 1429
-    graphs in the release). Returns `nodes` float32 `[N, 14]`, `edges` float32 `[E, 2]`,
-    `senders = edge_index[0]`, `receivers = edge_index[1]`, `node_targets` int32 `[N, 1]`.
+    Raw files, first found of: `train.pickle`, `val.pickle`, `test.pickle` in one of
+    `PASCALVOC_FOLDERS` under `data_dir` (`pascalvoc-sp/`, LRGB's layout
+    `VOCSuperpixels/slic_compactness_30/edge_wt_region_boundary/raw/`, or the zip's own
+    folder `voc_superpixels_edge_wt_region_boundary/`); else the official zip
+    `pascalvoc-sp/voc_superpixels_edge_wt_region_boundary.zip` under `data_dir` or
+    `download_dir`, downloaded there when missing (`download=True`; md5-checked unless
+    `verify_md5=False`) and read in place. Each pickle is a list of tuples `(x float
+    [n, 14], edge_attr float [e, 2], edge_index int [2, e], y int [n])` of torch tensors
+    (read without torch) or NumPy arrays; 8498 / 1428 / 1429 graphs in the release
+    (whose `x` is float16 and `y` an int32 NumPy array: both widened as LRGB's loader does).
 
-    With `normalize` (default), node features are standardised channel-wise with the mean
-    and (population) standard deviation over all training nodes -- the same statistics for
-    train, val and test, so nothing leaks from val/test.
+    Returns `nodes` float32 `[N, 14]`, `edges` float32 `[E, 2]`, `senders =
+    edge_index[0]`, `receivers = edge_index[1]`, `node_targets` int32 `[N, 1]` (255 =
+    ignore). Node features are the raw ones (as LRGB's baselines use them) unless
+    `standardize=True`: then channel-wise `(x - mean) / std` with the mean and
+    (population) standard deviation over all *training* nodes, the same for train, val and
+    test (a constant channel is only centred). `meta["node_features"]` is "raw" or
+    "standardized".
     """
-    data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+    data_dir, download_dir = _dirs(data_dir, download_dir)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    paths = _voc_raw_paths(data_dir)
-    md5s = [md5_of(paths[s]) for s in SPLITS]
-    cache = {s: _cache_file(cache_dir, f"pascalvoc-sp-{s}", *md5s, limit, normalize)
+    missing = missing_files("pascalvoc-sp", data_dir, download_dir)
+    if missing and not download:
+        raise MissingDataError(missing, downloads_off=True)
+    source = _voc_source(data_dir, download_dir, verify_md5=verify_md5, download=download)
+    features = "standardized" if standardize else "raw"
+    meta = {"dataset": "pascalvoc-sp", "node_features": features, "source": str(source.path)}
+    cache = {s: _cache_file(cache_dir, f"pascalvoc-sp-{s}", *source.identity, limit, features)
              for s in SPLITS}
     hits = {s: GraphDataset.load(cache[s]) for s in SPLITS}
     if all(h is not None for h in hits.values()):
-        return {s: hits[s][0] for s in SPLITS}
-
-    out = {s: GraphDataset.from_graphs(_voc_graphs(paths[s], limit, progress)) for s in SPLITS}
-    mean = np.zeros(PASCALVOC_NODE_DIM)
-    std = np.ones(PASCALVOC_NODE_DIM)
-    if normalize:
-        train_nodes = out["train"].nodes.astype(np.float64)
-        mean = train_nodes.mean(axis=0)
-        std = train_nodes.std(axis=0)
-        std = np.where(std > 0, std, 1.0)
+        out = {s: hits[s][0] for s in SPLITS}
+    else:
+        out = {}
         for s in SPLITS:
-            out[s].nodes = ((out[s].nodes - mean) / std).astype(np.float32)
+            name = f"{source.path}" + ("" if source.path.suffix == ".zip" else f"/{s}.pickle")
+            out[s] = GraphDataset.from_graphs(_voc_graphs(source.read(s), name, limit,
+                                                          progress))
+        mean, std = _standardize(out) if standardize else (np.zeros(PASCALVOC_NODE_DIM),
+                                                           np.ones(PASCALVOC_NODE_DIM))
+        for s in SPLITS:
+            out[s].meta = dict(meta)
+            out[s].save(cache[s], feature_mean=mean, feature_std=std)
     for s in SPLITS:
-        out[s].save(cache[s], feature_mean=mean, feature_std=std)
+        out[s].meta = dict(meta)
     return out
+
+
+def _standardize(out: dict[str, GraphDataset]) -> tuple[np.ndarray, np.ndarray]:
+    """Standardise every split's nodes in place with the training nodes' mean and std."""
+    train_nodes = out["train"].nodes.astype(np.float64)
+    mean = train_nodes.mean(axis=0)
+    std = train_nodes.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    for s in SPLITS:
+        out[s].nodes = ((out[s].nodes - mean) / std).astype(np.float32)
+    return mean, std
