@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from swan_jax.config import ADJACENCIES, VARIANTS
+from swan_jax.io import save_json_atomic
 from swan_jax.solvers import ADJOINTS, SOLVERS
-from swan_jax.train import save_json_atomic
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
