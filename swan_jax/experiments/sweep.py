@@ -340,8 +340,8 @@ class _Overall:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
-        if self.done == 2 and self.total > 2:  # epoch 1 compiles; epoch 2 shows the cost
-            left = (self.total - 2) * record["seconds"]
+        left = (self.total - 2) * record["seconds"]
+        if self.done == 2 and left > 60:  # epoch 1 compiles; epoch 2 shows the cost
             print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
                   f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
                   f"early stopping; the bar's ETA follows the real pace)", flush=True)
