@@ -98,7 +98,7 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
     assert lrgb.main(["--all", "--resume", "--skip-missing", *common]) == 0
     out = capsys.readouterr().out
     assert out.count("already in") == 1
-    assert "PARTIAL RUN (--skip-missing): 2 cell(s) not run: peptides-struct / swan-learn" in out
+    assert "PARTIAL RUN (--skip-missing), not run: peptides-struct / swan-learn: missing" in out
     assert "pascalvoc-sp" in out.split("PARTIAL RUN")[1]
     assert len(json.loads((tmp_path / "res/results.json").read_text())["records"]) == 1
     assert "not run: pascalvoc-sp" in (tmp_path / "res/table.md").read_text()

@@ -8,6 +8,7 @@ history, results, summaries, table, figure, resolved config; `load_run` reopens 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +190,43 @@ def test_a_node_split_trains_on_its_own_nodes_only():
     assert plain.history[-1]["val"] != other.history[-1]["val"]
     with pytest.raises(ValueError, match=r"node_mask must be bool of shape \(40,\)"):
         NodeSplit(one_graph(), np.ones(39, bool))
+
+
+# --- one configuration form -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["lrgb", "transfer", "graphprop"])
+def test_every_experiments_configuration_round_trips_through_toml(name, tmp_path):
+    import importlib
+
+    from swan_jax.experiments import dump_toml
+
+    module = importlib.import_module(f"swan_jax.experiments.{name}")
+    cfg = module.EXPERIMENT.default_config()
+    path = tmp_path / "run.toml"
+    path.write_text(dump_toml(cfg, name))
+    assert load_toml(module.EXPERIMENT.Config, path) == cfg
+
+
+def test_config_files_are_checked_and_flags_override_them(tmp_path, capsys):
+    from swan_jax.experiments import transfer
+
+    path = tmp_path / "run.toml"
+    path.write_text('topologies = ["line"]\ndistances = [5]\nmodels = ["gcn"]\nepochs = 9\n'
+                    'patience = "none"\n[grid]\nepsilon = [0.25]\n')
+    cfg = transfer.parse_config(["--config", str(path), "--epochs", "3"])
+    assert (cfg.topologies, cfg.distances, cfg.models) == (("line",), (5,), ("gcn",))
+    assert cfg.epochs == 3 and cfg.patience is None  # the flag wins; "none" is None
+    assert cfg.grid["epsilon"] == (0.25,) and cfg.grid["beta"] == (1.0, 0.1, 0.01, -1.0)
+    for text, message in [(None, rf"--config {tmp_path}/missing.toml: no such file"),
+                          ("epochs = [", r"not valid TOML"),
+                          ("epochz = 3", r"unknown setting\(s\) epochz; valid: grid, seeds")]:
+        target = tmp_path / "missing.toml"
+        if text is not None:
+            target = tmp_path / "bad.toml"
+            target.write_text(text)
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as err:
+            transfer.parse_config(["--all", "--config", str(target)])
+        assert err.value.code == 2
+        assert re.search(message, capsys.readouterr().err.strip().splitlines()[-1])

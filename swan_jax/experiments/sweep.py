@@ -230,21 +230,25 @@ def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: Result
 
 def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
                     ) -> tuple[list[Cell], list[str]]:
-    """The cells whose data is there, and a line per missing one (refused unless
-    `skip_missing`)."""
-    missing = {}
+    """The cells whose data is there, and a line per missing data set naming its cells
+    (refused unless `skip_missing`)."""
+    missing: dict[Any, str | None] = {}
     for cell in cells:
         key = exp.data_key(cfg, cell)
         if key not in missing:
             missing[key] = exp.missing_data(cfg, cell)
-    gone = [f"{' / '.join(map(str, c.values()))}: {missing[exp.data_key(cfg, c)]}"
-            for c in cells if missing[exp.data_key(cfg, c)]]
-    if gone and not cfg.skip_missing:
+    gone = {}
+    for cell in cells:
+        reason = missing[exp.data_key(cfg, cell)]
+        if reason:
+            gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
+    lines = [f"{', '.join(names)}: {reason}" for reason, names in gone.items()]
+    if lines and not cfg.skip_missing:
         raise SweepRefused(
-            "missing data, nothing was trained:\n  " + "\n  ".join(gone)
+            "missing data, nothing was trained:\n  " + "\n  ".join(lines)
             + "\nget the files above, or pass --skip-missing to run only the cells whose "
               "data is present")
-    return [c for c in cells if not missing[exp.data_key(cfg, c)]], gone
+    return [c for c in cells if not missing[exp.data_key(cfg, c)]], lines
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
