@@ -122,9 +122,9 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         print(f"interrupted: {kept}; finished programs are in {cfg.results_dir}/"
               f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(130) from None
-    except KeyboardInterrupt:
-        print(f"interrupted before training; nothing was lost.\nrerun: "
-              f"{resume_command(exp, argv)}", file=sys.stderr)
+    except KeyboardInterrupt:  # outside an epoch: loading data, compiling
+        print(f"interrupted between epochs; finished programs are in {cfg.results_dir}/"
+              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(130) from None
     except Exception as err:  # data-layer errors become one line; anything else is a bug
         message = data_error_message(exp, err)
