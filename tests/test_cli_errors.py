@@ -220,3 +220,21 @@ def test_lrgb_refuses_a_model_over_500k_parameters_unless_allowed(tmp_path, monk
     with pytest.raises(Reached):
         lrgb.main(argv + ["--allow-more-params"])
     assert seen == [(True, 500_000)]
+
+
+# --- the commands a user types ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_script_and_the_module_are_the_same_command(name):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    outputs = []
+    for command in ([sys.executable, f"experiments/{name}.py", "--help"],
+                    [sys.executable, "-m", f"swan_jax.experiments.{name}", "--help"]):
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout.split("\n", 1)[1])  # after "usage: <prog>"
+    assert outputs[0] == outputs[1] and "--config CONFIG" in outputs[0]
