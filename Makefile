@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,chem,cuda12
 endif
 
-.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop clean
+.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,9 +35,13 @@ bench: install
 	$(PY) -m benchmarks.run_all $(BENCH_FLAGS)
 
 # Short CPU versions: make reproduce-lrgb EPOCHS=3 SEEDS=0 (empty = the paper's protocol).
+# Missing data stops a target before any training; SKIP_MISSING=1 runs the rest (a partial
+# run, which the table and the last line say). The protocols are swan_jax/experiments/configs/.
 EPOCHS ?=
 SEEDS ?=
-RUN_FLAGS = $(if $(EPOCHS),--epochs $(EPOCHS)) $(if $(SEEDS),--seeds $(SEEDS)) --resume
+SKIP_MISSING ?=
+RUN_FLAGS = $(if $(EPOCHS),--epochs $(EPOCHS)) $(if $(SEEDS),--seeds $(SEEDS)) \
+	$(if $(SKIP_MISSING),--skip-missing) --resume
 
 reproduce-lrgb: install
 	$(PY) experiments/lrgb.py --all --data-dir $(SWAN_DATA_DIR) $(RUN_FLAGS)
@@ -50,6 +54,11 @@ reproduce-transfer: install
 
 reproduce-graphprop: install
 	$(PY) experiments/graphprop.py --all $(RUN_FLAGS)
+
+# Training curves of every program of a results folder: make curves RESULTS=results/lrgb
+RESULTS ?= results
+curves: install
+	$(PY) -m swan_jax.experiments.curves $(RESULTS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

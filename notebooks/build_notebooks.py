@@ -1,7 +1,7 @@
 """Write the analysis notebooks (outputs stripped): `python notebooks/build_notebooks.py`.
 
 The notebooks are generated from this file so that their code stays reviewable as Python;
-edit here, rerun, and commit the three `.ipynb` files with no outputs.
+edit here, rerun, and commit the `.ipynb` files with no outputs.
 """
 
 from __future__ import annotations
@@ -412,6 +412,111 @@ print(sja.model_dissipativity_summary(swan_model, swan_variables, test_graph))
 '''),
 ]
 
+# --------------------------------------------------------------------------------------
+TRAINING_RUNS = [
+    md('''
+# 4. Training runs: train through the sweep, read the history, open a run
+
+Every experiment runs through one sweep (`swan_jax.experiments`). Each program (one
+compiled, vmapped training of every grid point x seed of a cell) gets a folder holding
+`run.json` (its full configuration and the map run -> grid point, seed), `history.jsonl`
+(one line per epoch) and its checkpoints. This notebook trains a small graph-transfer
+cell (a value must travel 3 hops across a crossed ring, where unequal degrees make
+`beta` matter) with two values of `beta` and two seeds,
+draws the training curves, and reopens a trained run with `load_run` to ask whether it is
+non-dissipative, without repeating any of its settings.
+'''),
+    code('''
+# The one knob: "small" trains for seconds (the test suite uses it); "large" for longer.
+SIZE = "small"
+EPOCHS, SEEDS, TRAIN_GRAPHS = {"small": (4, (0, 1), 16), "large": (300, (0, 1, 2, 3), 1000)}[SIZE]
+'''),
+    code('''
+import tempfile
+from pathlib import Path
+
+import jax.numpy as jnp
+import jraph
+import matplotlib.pyplot as plt
+import numpy as np
+
+import swan_jax as sj
+from swan_jax.experiments import load_run, plot_curves, read_history, run_sweep, transfer
+from swan_jax.experiments.runs import program_folders
+
+RESULTS = Path(tempfile.mkdtemp(prefix="swan-runs-"))  # e.g. Path("results/notebook") to keep it
+'''),
+    md('''
+## Train one cell through the sweep
+
+The configuration starts from the experiment's packaged protocol
+(`swan_jax/experiments/configs/transfer.toml`) and changes what a quick run needs; the
+sweep writes `results.json`, `table.md`, the figure and the resolved `config.toml` into
+`RESULTS`.
+'''),
+    code('''
+cfg = transfer.EXPERIMENT.default_config(
+    topologies=("crossed-ring",), distances=(3,), models=("swan",), seeds=SEEDS,
+    epochs=EPOCHS, patience=None, hidden=16, sizes=(TRAIN_GRAPHS, 8, 8), progress=False,
+    results_dir=RESULTS, cache_dir=RESULTS / "cache",
+    grid={"learning_rate": (1e-3,), "epsilon": (0.5,), "gamma": (0.1,), "beta": (1.0, -1.0),
+          "adjacency": ("sym",)})
+outcome = run_sweep(transfer.EXPERIMENT, cfg)
+cell = outcome.cells[0]
+print(f"best of {cell['grid_points']} grid points: {cell['best_hparams']}, "
+      f"test MSE {cell['test_mean']:.4f} +- {cell['test_std']:.4f} over seeds {cell['seeds']}")
+'''),
+    md('''
+## The history of every epoch
+
+One line per epoch: per run (grid point x seed, in the order of `run.json`) the training
+loss, the validation and test metrics and the learning rate; the seconds of the epoch.
+'''),
+    code('''
+[folder] = program_folders(RESULTS)
+history = read_history(folder)
+print(folder.relative_to(RESULTS))
+print(f"{len(history)} epochs; last: train loss {np.round(history[-1]['train_loss'], 4)}, "
+      f"val MSE {np.round(history[-1]['val'], 4)}")
+
+epochs = [h["epoch"] + 1 for h in history]
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+for key, ax in zip(("train_loss", "val"), axes):
+    values = np.asarray([h[key] for h in history])  # [epochs, runs]
+    for run in range(values.shape[1]):
+        ax.plot(epochs, values[:, run], marker="o", label=f"run {run}")
+    ax.set_xlabel("epoch")
+    ax.set_title({"train_loss": "training loss (MSE)", "val": "validation MSE"}[key])
+axes[1].legend(fontsize=8)
+plt.show()
+print("the same for a whole results folder:", plot_curves(RESULTS).name)  # swan-curves RESULTS
+'''),
+    md('''
+## Open a trained run
+
+`load_run(folder, run)` rebuilds the model of that run's grid point from `run.json` and
+restores its best parameters; `config` says everything the run was trained with. The
+experiment's own loader, given that configuration, gives back its data.
+'''),
+    code('''
+best = int(np.argmin(history[-1]["val"]))
+model, variables, config = load_run(folder, best)
+print(f"run {best}: seed {config['seed']}, {config['hparams']}")
+test = transfer.EXPERIMENT.load_data(config["config"], config["cell"])["test"]
+n, e = int(test.n_node[0]), int(test.n_edge[0])  # the first test graph, unpadded
+graph = jraph.GraphsTuple(nodes=jnp.asarray(test.nodes[:n]), edges=None, globals=None,
+                          senders=jnp.asarray(test.senders[:e]),
+                          receivers=jnp.asarray(test.receivers[:e]),
+                          n_node=jnp.asarray([n]), n_edge=jnp.asarray([e]))
+'''),
+    md('''
+## Is my trained model non-dissipative?
+'''),
+    code('''
+print(sj.analysis.model_dissipativity_summary(model, variables, graph))
+'''),
+]
+
 
 def write(name: str, cells) -> None:
     notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC,
@@ -428,3 +533,4 @@ if __name__ == "__main__":
     write("01_eigenvalues.ipynb", EIGENVALUES)
     write("02_information_flow.ipynb", INFORMATION_FLOW)
     write("03_jacobian_drift.ipynb", JACOBIAN_DRIFT)
+    write("04_training_runs.ipynb", TRAINING_RUNS)

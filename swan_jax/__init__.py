@@ -14,7 +14,6 @@ from swan_jax.field import (
     init_params,
     learned_edge_weights,
     required_keys,
-    tree_size,
     vector_field,
 )
 from swan_jax.models import (
@@ -37,6 +36,7 @@ from swan_jax.operators import (
     in_degree,
     symmetric_aggregate,
 )
+from swan_jax.pytrees import tree_size
 from swan_jax.solvers import ADAPTIVE_SOLVERS, ADJOINTS, FIXED_STEP_SOLVERS, SOLVERS, solve
 from swan_jax.validation import validate_graph, validate_node_features
 

@@ -46,3 +46,26 @@ class CheckpointStore:
 
     def close(self) -> None:
         self._manager.close()
+
+
+def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_params",
+                       epoch: int | None = None) -> Any:
+    """Flax variables of run `run` from a program folder (no template needed).
+
+    The store holds `{"params", "opt_state", "best_params", ...}` stacked over the runs
+    of a vmapped program; this restores the newest (or `epoch`'s) checkpoint and takes
+    run `run` of `key`.
+    """
+    import jax.numpy as jnp
+
+    with ocp.CheckpointManager(Path(directory).absolute()) as manager:
+        epoch = manager.latest_step() if epoch is None else epoch
+        if epoch is None:
+            raise FileNotFoundError(f"no checkpoint in {directory}")
+        restored = manager.restore(epoch, args=ocp.args.Composite(
+            state=ocp.args.StandardRestore()))
+    stacked = restored["state"][key]
+    runs = jax.tree_util.tree_leaves(stacked)[0].shape[0]
+    if not 0 <= run < runs:
+        raise IndexError(f"run {run} is out of range: {directory} holds runs 0..{runs - 1}")
+    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]), stacked)

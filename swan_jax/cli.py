@@ -1,27 +1,28 @@
-"""Command-line pieces shared by every `experiments/*.py`: one parser, one results writer.
+"""Command-line pieces shared by every experiment: flag parsers that name what is wrong,
+one base parser, one results file, summaries over seeds.
 
-Each experiment adds its own flags to `base_parser()` and turns the parsed namespace into
-its config dataclass; the flags here (solver, seeds, epochs, checkpoints, results) mean
-the same thing everywhere.
+Each experiment adds its own flags to `base_parser()` (`swan_jax.experiments.command`
+turns the namespace into the experiment's configuration); the flags here (solver,
+seeds, epochs, optimiser, checkpoints, results) mean the same thing everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import platform
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from swan_jax.config import ADJACENCIES, VARIANTS
+from swan_jax.io import save_json_atomic
 from swan_jax.solvers import ADJOINTS, SOLVERS
-from swan_jax.train import save_json_atomic
+from swan_jax.train import OPTIMIZERS, SCHEDULES
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
@@ -107,6 +108,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -115,18 +123,22 @@ def positive_int(text: str) -> int:
 
 
 def base_parser(description: str) -> argparse.ArgumentParser:
-    """Flags every experiment shares."""
+    """Flags every experiment shares. Defaults are None: unset flags keep the value of the
+    experiment's configuration (its packaged TOML, or `--config FILE`)."""
     p = argparse.ArgumentParser(description=description)
+    p.add_argument("--config", type=Path, default=None,
+                   help="a TOML configuration (the resolved one of a run is written to "
+                        "<results-dir>/config.toml); flags given here override it")
     p.add_argument("--variant", type=parse_str_list(VARIANTS), default=None,
                    help=f"comma-separated SWAN variants: {', '.join(VARIANTS)}")
     p.add_argument("--adjacency", type=parse_str_list(ADJACENCIES), default=None,
                    help="A_hat grid: sym (D^-1/2 A D^-1/2), adj (A)")
-    p.add_argument("--solver", choices=SOLVERS, default="euler",
+    p.add_argument("--solver", choices=SOLVERS, default=None,
                    help="integrator: euler is the paper's layers; any other integrates to t1")
-    p.add_argument("--rtol", type=positive_float, default=1e-3)
-    p.add_argument("--atol", type=positive_float, default=1e-6)
-    p.add_argument("--adjoint", choices=ADJOINTS, default="recursive")
-    p.add_argument("--seeds", type=parse_seed_list, default=(0, 1, 2, 3),
+    p.add_argument("--rtol", type=positive_float, default=None)
+    p.add_argument("--atol", type=positive_float, default=None)
+    p.add_argument("--adjoint", choices=ADJOINTS, default=None)
+    p.add_argument("--seeds", type=parse_seed_list, default=None,
                    help="comma-separated seeds, trained together as one vmapped program")
     p.add_argument("--epochs", type=positive_int, default=None)
     p.add_argument("--patience", type=positive_int, default=None)
@@ -137,22 +149,30 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--beta", type=parse_float_list, default=None)
     p.add_argument("--lr", type=parse_positive_float_list, default=None,
                    help="learning-rate grid (each > 0)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default=None)
+    p.add_argument("--schedule", choices=SCHEDULES, default=None,
+                   help="learning rate per epoch: constant, cosine (with --warmup-epochs), "
+                        "plateau (reduce on a validation plateau)")
+    p.add_argument("--warmup-epochs", type=nonnegative_int, default=None)
+    p.add_argument("--grad-clip", type=positive_float, default=None,
+                   help="clip every gradient to this global norm")
     p.add_argument("--results-dir", type=Path, default=None)
-    p.add_argument("--checkpoint-dir", type=Path, default=None)
+    p.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="program folders: checkpoints, run.json, history.jsonl "
+                        "(default <results-dir>/checkpoints)")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="processed-data cache (default $SWAN_CACHE_DIR, else cache/)")
+    p.add_argument("--no-checkpoints", action="store_true",
+                   help="keep no epoch checkpoints (run.json and history.jsonl still written)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoints")
     p.add_argument("--overwrite", action="store_true", help="replace existing results files")
+    p.add_argument("--skip-missing", action="store_true",
+                   help="run only the cells whose data is present (a partial run, so stated)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--data-parallel", action="store_true",
                    help="split every step's graphs over all local devices (jax.sharding); "
                         "after jax.distributed.initialize() over every host's devices")
     return p
-
-
-def grid_points(**axes: Iterable[float]) -> list[dict[str, float]]:
-    """Cartesian product of named numeric axes: [{name: value, ...}, ...]."""
-    names = list(axes)
-    return [dict(zip(names, combo, strict=True))
-            for combo in itertools.product(*(tuple(axes[n]) for n in names))]
 
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict[str, Any]:

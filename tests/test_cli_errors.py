@@ -7,43 +7,30 @@ the LRGB model is held to 500k parameters unless `--allow-more-params`.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from swan_jax.config import VARIANTS
+from swan_jax.experiments import sweep
 from swan_jax.solvers import SOLVERS
 
-ROOT = Path(__file__).resolve().parents[1]
-# The module names the experiments' own test files load them under.
-MODULES = {"transfer": "transfer_experiment", "graphprop": "experiments_graphprop",
-           "lrgb": "lrgb_experiment"}
+MODULES = ("graphprop", "lrgb", "transfer")
 # A valid command line of each experiment, which the cases below add one bad flag to.
 VALID = {"transfer": ["--topology", "ring", "--distance", "3", "--model", "swan"],
          "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"]}
 
 
 def experiment(name: str):
-    module_name = MODULES[name]
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name,
-                                                      ROOT / "experiments" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+    return importlib.import_module(f"swan_jax.experiments.{name}")
 
 
 def parse(name: str, argv: list[str]):
     """What each experiment's `main` does with its argv before any work."""
-    module = experiment(name)
-    if name == "graphprop":
-        return module.config_from_args(module.build_parser().parse_args(argv))
-    return module.parse_args(argv)
+    return experiment(name).parse_config(argv)
 
 
 def refused(name: str, argv: list[str], capsys) -> str:
@@ -133,7 +120,7 @@ def test_out_of_range_numbers_are_refused(name, argv, message, capsys):
     assert re.search(message, line), line
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("name", MODULES)
 @pytest.mark.parametrize("seeds,message", [
     ("", r"argument --seeds: expected at least one value, got an empty list"),
     (",", r"argument --seeds: expected at least one value, got an empty list"),
@@ -158,9 +145,9 @@ def test_valid_command_lines_still_parse():
     # The guards above refuse only what is wrong: the boundary values pass.
     cfg = parse("transfer", VALID["transfer"] + ["--epsilon", "1e-9", "--seeds", "7",
                                                  "--distance", "1"])
-    assert cfg.epsilon == (1e-9,) and cfg.seeds == (7,) and cfg.distances == (1,)
+    assert cfg.grid["epsilon"] == (1e-9,) and cfg.seeds == (7,) and cfg.distances == (1,)
     args = parse("lrgb", VALID["lrgb"] + ["--weight-decay", "0", "--layers", "1"])
-    assert args.weight_decay == (0.0,) and args.layers == (1,)
+    assert args.grid["weight_decay"] == (0.0,) and args.grid["num_layers"] == (1,)
     gp = parse("graphprop", ["--variant", "swan", "--layer-dependent", "--per-size", "1,1,1"])
     assert gp.models == ("swan-ld",) and gp.per_size == (1, 1, 1)
 
@@ -176,7 +163,7 @@ def results_argv(name: str, results: Path) -> list[str]:
     return VALID[name] + ["--results-dir", str(results), "--no-progress"]
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("name", MODULES)
 def test_an_existing_results_file_is_kept_without_overwrite(name, tmp_path, monkeypatch):
     module = experiment(name)
     path = tmp_path / "results.json"
@@ -186,13 +173,9 @@ def test_an_existing_results_file_is_kept_without_overwrite(name, tmp_path, monk
     def reached(*args, **kwargs):
         raise Reached
 
-    # The first step after the results file is opened; nothing may get that far.
-    if name == "transfer":
-        monkeypatch.setattr(module, "run_cell", reached)
-    elif name == "graphprop":
-        monkeypatch.setattr(module.graphprop, "load_graphprop", reached)
-    else:
-        monkeypatch.setattr(module, "load_splits", reached)
+    # The first step after the results file is opened (the data check); nothing may get
+    # that far.
+    monkeypatch.setattr(type(module.EXPERIMENT), "missing_data", reached)
     # Every experiment exits with the message (no traceback).
     with pytest.raises(SystemExit) as err:
         module.main(results_argv(name, tmp_path))
@@ -233,7 +216,25 @@ def test_lrgb_refuses_a_model_over_500k_parameters_unless_allowed(tmp_path, monk
         seen.append((cfg.allow_more_params, cfg.max_params))
         raise Reached
 
-    monkeypatch.setattr(lrgb, "train", fake_train)
+    monkeypatch.setattr(sweep, "train", fake_train)
     with pytest.raises(Reached):
         lrgb.main(argv + ["--allow-more-params"])
     assert seen == [(True, 500_000)]
+
+
+# --- the commands a user types ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_the_script_and_the_module_are_the_same_command(name):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    outputs = []
+    for command in ([sys.executable, f"experiments/{name}.py", "--help"],
+                    [sys.executable, "-m", f"swan_jax.experiments.{name}", "--help"]):
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout.split("\n", 1)[1])  # after "usage: <prog>"
+    assert outputs[0] == outputs[1] and "--config CONFIG" in outputs[0]

@@ -1,28 +1,14 @@
-"""experiments/graphprop.py end to end on tiny data: results.json, table.md, resume, flags."""
+"""The graph-property experiment end to end on tiny data: results.json, table.md, resume,
+flags."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_experiment():
-    name = "experiments_graphprop"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / "graphprop.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-gp = _load_experiment()
+from swan_jax.experiments import graphprop as gp
+from swan_jax.experiments import sweep
 
 TINY = ["--hidden", "4", "--layers", "2", "--epsilon", "0.1", "--gamma", "0.1", "--beta", "1",
         "--adjacency", "sym", "--epochs", "2", "--seeds", "0,1", "--per-size", "6,3,3",
@@ -41,7 +27,7 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "results"
     argv = ["--task", "sssp,diameter", "--label-columns", "adgn", "--variant", "swan",
             "--results-dir", str(out), "--cache-dir", str(tmp_path / "cache"), *TINY]
-    gp.main(argv)
+    assert gp.main(argv) == 0
 
     # The label-columns flag and the reduced sizes reach the loader.
     assert [(t, lc) for t, lc, _ in calls] == [("sssp", "adgn"), ("diameter", "adgn")]
@@ -55,7 +41,8 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     for task, cell in cells.items():
         assert cell["label_columns"] == "adgn" and cell["model"] == "swan"
         assert isinstance(cell["test_mean"], float) and cell["test_mean"] == cell["test_mean"]
-        assert cell["best_hparams"]["layers"] == 2 and cell["best_hparams"]["adjacency"] == "sym"
+        best = cell["best_hparams"]
+        assert best["num_layers"] == 2 and best["adjacency"] == "sym"
         assert cell["paper"] == list(gp.PAPER["swan"][gp.TASKS.index(task)])
     record = payload["records"][0]
     assert len(record["runs"]) == 2 and {r["seed"] for r in record["runs"]} == {0, 1}
@@ -76,26 +63,30 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("resume retrained a finished point")
 
-    monkeypatch.setattr(gp, "train", no_training)
-    gp.main([*argv, "--resume"])
+    monkeypatch.setattr(sweep, "train", no_training)
+    assert gp.main([*argv, "--resume"]) == 0
     assert (out / "table.md").read_text() == table
 
 
 def test_cli_builds_the_paper_grid_and_model_lists():
-    cfg = gp.config_from_args(gp.build_parser().parse_args(["--all"]))
+    cfg = gp.parse_config(["--all"])
     assert cfg.tasks == ("diameter", "sssp", "eccentricity")
     assert cfg.label_columns == ("paper", "adgn")
     assert {"swan", "swan-learn", "swan-ld", "swan-beta0", "swan-ne", "swan-learn-ne",
             "adgn"} <= set(cfg.models)
-    assert (cfg.epochs, cfg.patience, cfg.weight_decay, cfg.learning_rate) == (
-        1500, 100, 1e-6, (0.003,))
-    assert len(cfg.numeric_grid("swan")) == 3 * 2 * 6
-    assert len(cfg.numeric_grid("adgn")) == 3 * 2  # no Psi: beta collapses
-    assert len(cfg.hidden) * len(cfg.layers) * len(cfg.adjacency) == 24
+    assert (cfg.epochs, cfg.patience, cfg.grid["weight_decay"], cfg.grid["learning_rate"]) == (
+        1500, 100, (1e-6,), (0.003,))
 
-    ld = gp.config_from_args(gp.build_parser().parse_args(
-        ["--variant", "swan,swan-learn", "--layer-dependent", "--label-columns", "adgn"]))
+    def plan(model):
+        return gp.EXPERIMENT.plan(cfg, [{"task": "sssp", "label_columns": "paper",
+                                         "model": model}])
+
+    assert {len(p.grid) for p in plan("swan")} == {3 * 2 * 6}
+    assert {len(p.grid) for p in plan("adgn")} == {3 * 2}  # no Psi: beta collapses
+    assert len(plan("swan")) == 24  # hidden x layers x A_hat: one program each
+
+    ld = gp.parse_config(
+        ["--variant", "swan,swan-learn", "--layer-dependent", "--label-columns", "adgn"])
     assert ld.models == ("swan-ld", "swan-learn-ld") and ld.label_columns == ("adgn",)
     with pytest.raises(SystemExit):
-        gp.config_from_args(gp.build_parser().parse_args(["--variant", "adgn",
-                                                          "--layer-dependent"]))
+        gp.parse_config(["--variant", "adgn", "--layer-dependent"])

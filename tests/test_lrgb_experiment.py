@@ -1,12 +1,10 @@
-"""experiments/lrgb.py end to end on a tiny synthetic Peptides-func, and the AtomEncoder."""
+"""The LRGB experiment end to end on a tiny synthetic Peptides-func, and the AtomEncoder."""
 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import pickle
-import sys
 from pathlib import Path
 
 import jax
@@ -17,19 +15,10 @@ import pytest
 
 from swan_jax.data.molecules import ATOM_FEATURE_DIMS
 from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
+from swan_jax.experiments import lrgb, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_DATA = ROOT.parent / "shared" / "data"
-
-
-def load_experiment():
-    if "lrgb_experiment" in sys.modules:
-        return sys.modules["lrgb_experiment"]
-    spec = importlib.util.spec_from_file_location("lrgb_experiment", ROOT / "experiments/lrgb.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 SMILES = ["CCO", "CC(=O)O", "c1ccccc1", "CCN", "CC(C)O", "OCC(N)C(=O)O", "c1ccncc1",
@@ -70,7 +59,6 @@ def test_atom_encoder_sums_per_feature_embeddings():
 
 
 def test_end_to_end_results_table_and_resume(tmp_path, capsys):
-    lrgb = load_experiment()
     data = write_peptides(tmp_path / "data")
     common = ["--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"),
               "--results-dir", str(tmp_path / "res"), "--checkpoint-dir", str(tmp_path / "ck"),
@@ -78,27 +66,40 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
               "--batch-size", "4", "--variant", "swan-learn", "--no-verify-md5", "--no-download",
               "--no-progress"]  # one variant: compiling the training step dominates
     assert lrgb.main(["--dataset", "peptides-func", *common]) == 0
-    records = json.loads((tmp_path / "res/results.json").read_text())["records"]
+    payload = json.loads((tmp_path / "res/results.json").read_text())
+    records, cells = payload["records"], payload["cells"]
     assert [(r["dataset"], r["variant"]) for r in records] == [("peptides-func", "swan-learn")]
-    for r in records:
-        assert r["seeds"] == [0, 1] and len(r["per_seed"]) == 2 and r["epochs"] == 2
-        assert 0.0 <= r["test_mean"] <= 1.0 and 0.0 <= r["val_mean"] <= 1.0
-        assert r["config"]["hidden"] == 8 and r["config"]["num_layers"] == 2
-        assert 0 < r["params"] < 500_000 and r["seconds_per_epoch"] > 0
+    assert [(c["dataset"], c["variant"]) for c in cells] == [("peptides-func", "swan-learn")]
+    for r, c in zip(records, cells, strict=True):
+        assert c["seeds"] == [0, 1] and len(c["per_seed"]) == 2 and r["epochs"] == 2
+        assert c["epochs_completed"] == 2
+        assert 0.0 <= c["test_mean"] <= 1.0 and 0.0 <= c["val_mean"] <= 1.0
+        assert c["best_hparams"]["hidden"] == 8 and c["best_hparams"]["num_layers"] == 2
+        assert 0 < c["params"] < 500_000 and c["seconds_per_epoch"] > 0
         assert r["machine"]["jax"] == jax.__version__
     table = (tmp_path / "res/table.md").read_text()
-    assert "| peptides-func | AP | swan-learn | " in table and "| 67.51 ± 0.39 |" in table
+    assert "| peptides-func | swan-learn | AP | " in table and "| 67.51 ± 0.39 |" in table
     assert any((tmp_path / "ck/peptides-func/swan-learn").iterdir())
 
     # without --resume or --overwrite the results file is protected
     with pytest.raises(SystemExit, match="exists"):
         lrgb.main(["--dataset", "peptides-func", *common])
-    # --all --resume: done cells are skipped, missing data sets are noted, nothing retrains
+    # --all --resume with two data sets missing: refused before any training, listing both
+    with pytest.raises(SystemExit) as refused:
+        lrgb.main(["--all", "--resume", *common])
+    message = str(refused.value)
+    assert message.startswith("missing data, nothing was trained:")
+    assert "peptides-struct / swan-learn: missing raw file" in message
+    assert "pascalvoc-sp / swan-learn: " in message
+    assert "--skip-missing" in message
+    # --skip-missing opts into the partial run: done cells skipped, nothing retrains,
+    # and both the output and the table say what was not run
     capsys.readouterr()
-    assert lrgb.main(["--all", "--resume", *common]) == 0
+    assert lrgb.main(["--all", "--resume", "--skip-missing", *common]) == 0
     out = capsys.readouterr().out
     assert out.count("already in") == 1
-    assert "skipping peptides-struct" in out and "skipping pascalvoc-sp" in out
+    assert "PARTIAL RUN (--skip-missing), not run: peptides-struct / swan-learn: missing" in out
+    assert "pascalvoc-sp" in out.split("PARTIAL RUN")[1]
     assert len(json.loads((tmp_path / "res/results.json").read_text())["records"]) == 1
     assert "not run: pascalvoc-sp" in (tmp_path / "res/table.md").read_text()
 
@@ -106,17 +107,15 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
 @pytest.mark.skipif(not (REAL_DATA / "peptides-functional").exists(),
                     reason="real Peptides-func not available")
 def test_selected_config_on_real_peptides_is_within_budget(tmp_path, capsys):
-    lrgb = load_experiment()
-    args = lrgb.parse_args(["--dataset", "peptides-func", "--data-dir", str(REAL_DATA),
-                            "--cache-dir", str(tmp_path), "--limit", "50", "--no-progress",
-                            "--no-download"])
-    splits = lrgb.load_splits(args, "peptides-func")
+    cfg = lrgb.parse_config(["--dataset", "peptides-func", "--data-dir", str(REAL_DATA),
+                             "--cache-dir", str(tmp_path), "--limit", "50", "--no-progress",
+                             "--no-download"])
+    splits = lrgb.EXPERIMENT.load_data(cfg, {"dataset": "peptides-func"})
     assert sum(len(s) for s in splits.values()) == 50
     assert splits["train"].nodes.shape[1] == 9
     for variant in ("swan", "swan-learn"):
-        point = lrgb.CONFIGS[("peptides-func", variant)]
-        static = {k: point[k] for k in lrgb.STATIC}
-        numeric = {k: point[k] for k in lrgb.NUMERIC}
-        model_fn = lrgb.make_model_fn(lrgb.TASKS["peptides-func"], variant, static, args)
-        params = lrgb.parameter_count(model_fn, splits, numeric, args.batch_size)
+        cell = {"dataset": "peptides-func", "variant": variant}
+        [program] = lrgb.EXPERIMENT.plan(cfg, [cell])  # the selected point: configs/lrgb.toml
+        model_fn = lrgb.EXPERIMENT.model_fn(cfg, cell, program.static)
+        params = sweep.parameter_count(model_fn, splits, program.grid[0])
         assert 50_000 < params < 500_000, (variant, params)

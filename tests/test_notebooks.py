@@ -10,7 +10,8 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
-NOTEBOOKS = ["01_eigenvalues.ipynb", "02_information_flow.ipynb", "03_jacobian_drift.ipynb"]
+NOTEBOOKS = ["01_eigenvalues.ipynb", "02_information_flow.ipynb", "03_jacobian_drift.ipynb",
+             "04_training_runs.ipynb"]
 TIME_LIMIT_S = 60  # each notebook, on CPU, at SIZE = "small"
 
 

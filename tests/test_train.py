@@ -181,3 +181,161 @@ def test_flax_model_vmaps_over_grid_of_traced_epsilon():
     assert len(traces) == 1 and out.shape[0] == 3
     assert not np.allclose(out[0], out[2])
     assert sj.SWANConfig(epsilon=0.1).epsilon == 0.1
+
+
+# --- optimisers: schedules and clipping, per run ------------------------------------
+
+
+def test_cosine_schedule_warms_up_then_decays_to_zero():
+    from swan_jax.train import schedule_scale
+
+    cfg = TrainConfig(epochs=10, schedule="cosine", warmup_epochs=3)
+    scales = [schedule_scale(cfg, e) for e in range(10)]
+    assert scales[:4] == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    assert all(a > b for a, b in zip(scales[3:], scales[4:], strict=False))
+    assert scales[-1] == pytest.approx(0.5 * (1 + np.cos(np.pi * 6 / 7)), rel=1e-5)
+    assert schedule_scale(TrainConfig(epochs=10), 7) == 1.0
+
+
+def test_schedules_reach_every_run_and_reduce_on_plateau_halves_the_rate():
+    data = splits(line_swap_dataset())
+    grid = [{**GRID[0], "learning_rate": 1e-3}, {**GRID[0], "learning_rate": 4e-3}]
+    # A threshold no improvement reaches: after the first epoch every epoch is a plateau.
+    cfg = TrainConfig(epochs=4, batch_size=4, progress=False, schedule="plateau",
+                      plateau_patience=1, plateau_threshold=1e9, plateau_factor=0.5)
+    result = train(model_fn, data, cfg, grid)
+    lr = np.asarray([h["lr"] for h in result.history])  # [epochs, runs]
+    np.testing.assert_allclose(lr[:, 0], [1e-3, 1e-3, 5e-4, 2.5e-4], rtol=1e-6)
+    np.testing.assert_allclose(lr[:, 1], 4 * lr[:, 0], rtol=1e-6)
+    cosine = train(model_fn, data, TrainConfig(epochs=3, batch_size=4, progress=False,
+                                               schedule="cosine", warmup_epochs=1), grid)
+    np.testing.assert_allclose([h["lr"][1] for h in cosine.history],
+                               [2e-3, 4e-3, 2e-3], rtol=1e-6)
+
+
+def test_gradient_clipping_is_a_per_run_hyper_parameter():
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=2, batch_size=4, progress=False)
+    grid = [{**GRID[0], "grad_clip": 1e-9}, {**GRID[0], "grad_clip": 1e3}]
+    clipped = np.asarray([h["train_loss"] for h in train(model_fn, data, cfg, grid).history])
+    free = np.asarray([h["train_loss"][0] for h in train(model_fn, data, cfg,
+                                                         GRID[:1]).history])
+    # A bound the gradients never reach changes nothing; a tiny one does (Adam rescales
+    # gradients, but not ones far below its epsilon).
+    np.testing.assert_allclose(clipped[:, 1], free, rtol=1e-6)
+    assert abs(clipped[-1, 0] - free[-1]) > 1e-3 * abs(free[-1])
+    # The configuration's bound applies when the grid names none.
+    both = train(model_fn, data, TrainConfig(epochs=2, batch_size=4, progress=False,
+                                             grad_clip=1e-9), GRID[:1])
+    np.testing.assert_allclose([h["train_loss"][0] for h in both.history], clipped[:, 0],
+                               rtol=1e-6)
+
+
+# --- failures a user can cause (tests/BAD_INPUTS.md, section 9) ------------------------
+
+
+class _BlowUp:
+    """A model whose predictions are infinite on nodes with a feature above 10 (validation)."""
+
+    def __call__(self, hp):
+        import flax.linen as nn
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, graph):
+                nodes = graph.nodes
+                return nn.Dense(1)(nodes) + jnp.where(nodes > 10, jnp.inf, 0.0)
+
+        return Model()
+
+
+def test_non_finite_predictions_in_evaluation_are_divergence(tmp_path):
+    data = splits(line_swap_dataset())
+    data["val"].nodes[0, 0] = 100.0  # finite input, infinite prediction
+    cfg = TrainConfig(epochs=3, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
+    with pytest.raises(TrainingDiverged, match=r"non-finite predictions on the val split at "
+                                               r"epoch 0 for run 0 \(seed 0, \{\}\); the last "
+                                               r"good checkpoint \(epoch -1\) is kept in "):
+        train(_BlowUp(), data, cfg)
+    assert not (tmp_path / "1").exists()  # the diverged epoch was not checkpointed
+    stop = train(_BlowUp(), data, TrainConfig(epochs=2, batch_size=4, progress=False,
+                                              on_divergence="stop_run"))
+    assert stop.runs[0]["diverged"] and stop.runs[0]["epochs_run"] == 1
+
+
+def test_a_batch_larger_than_the_split_is_capped_and_said_once(capsys):
+    data = splits(line_swap_dataset())  # 16 training graphs
+    big = train(model_fn, data, TrainConfig(epochs=2, batch_size=100_000_000, progress=False,
+                                            description="big"), GRID[:1])
+    out = capsys.readouterr().out
+    assert out.count("big: batch size 100000000 exceeds the 16 training graph(s); "
+                     "using 16") == 1
+    exact = train(model_fn, data, TrainConfig(epochs=2, batch_size=16, progress=False,
+                                              description="big"), GRID[:1])
+    assert big.runs == exact.runs
+
+
+def test_a_step_that_cannot_fit_in_free_memory_is_refused_before_compiling(monkeypatch):
+    from swan_jax.train import StepTooLarge, _memory
+
+    data = splits(line_swap_dataset())
+    monkeypatch.setattr(_memory, "free_memory_bytes", lambda: 20_000)
+    with CompileCounter() as counter:
+        with pytest.raises(StepTooLarge, match=r"a training step needs about [\d.]+ GiB \(batch "
+                                               r"budget .*, --batch-size 16\) but only [\d.]+ "
+                                               r"GiB are free; --batch-size \d+ should fit"):
+            train(model_fn, data, TrainConfig(epochs=1, batch_size=16, progress=False), GRID)
+    assert counter.compiles == 0
+
+
+def test_ctrl_c_says_which_epochs_are_checkpointed_and_resume_says_where_it_continues(
+        tmp_path, monkeypatch, capsys):
+    from swan_jax.train import TrainingInterrupted, _loop
+
+    data = splits(line_swap_dataset())
+    real_epoch = _loop.run_epoch
+    calls = []
+
+    def interrupted_in_the_third_epoch(step, state, hp, batches, to_device):
+        calls.append(1)
+        if len(calls) == 3:
+            source = iter(batches)
+
+            def stop_mid_epoch():
+                yield next(source)  # one step of the third epoch, then Ctrl-C
+                raise KeyboardInterrupt
+
+            batches = stop_mid_epoch()
+        return real_epoch(step, state, hp, batches, to_device)
+
+    monkeypatch.setattr(_loop, "run_epoch", interrupted_in_the_third_epoch)
+    cfg = TrainConfig(epochs=4, batch_size=4, checkpoint_dir=str(tmp_path), progress=False,
+                      description="swap")
+    with pytest.raises(TrainingInterrupted) as err:
+        train(model_fn, data, cfg, GRID[:1])
+    assert (err.value.epochs_done, err.value.checkpoint_dir) == (2, str(tmp_path))
+    monkeypatch.setattr(_loop, "run_epoch", real_epoch)
+    first_session = json.loads((tmp_path / "2" / "meta" / "metadata").read_text())["wall_time"]
+    capsys.readouterr()
+    resumed = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "resume": True}), GRID[:1])
+    assert f"swap: resuming after epoch 2 of 4 from {tmp_path}" in capsys.readouterr().out
+    assert resumed.epochs_completed == 4
+    assert resumed.wall_time > first_session  # wall time adds up across sessions
+    assert [json.loads(line)["epoch"] for line in
+            (tmp_path / "history.jsonl").read_text().splitlines()] == [0, 1, 2, 3]
+
+
+def test_the_first_epochs_step_bar_has_a_total(monkeypatch):
+    from swan_jax.train import _progress
+
+    totals = []
+    real = _progress.Progress.steps
+
+    def spy(self, batches, epoch, total):
+        totals.append(total)
+        return real(self, batches, epoch, total)
+
+    monkeypatch.setattr(_progress.Progress, "steps", spy)
+    data = splits(line_swap_dataset())  # 16 training graphs, 4 per step
+    train(model_fn, data, TrainConfig(epochs=2, batch_size=4, progress=True), GRID[:1])
+    assert totals == [4, 4]

@@ -1,40 +1,36 @@
-"""experiments/transfer.py: CLI, end-to-end results + figure, vmapped seeds, resume."""
+"""The transfer experiment: CLI, end-to-end results + figure, vmapped seeds, resume."""
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_experiment():
-    spec = importlib.util.spec_from_file_location("transfer_experiment",
-                                                  ROOT / "experiments" / "transfer.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-T = _load_experiment()
+from swan_jax.experiments import sweep
+from swan_jax.experiments import transfer as T
 
 TINY = ["--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
         "--beta", "1", "--adjacency", "sym", "--seeds", "0,1", "--no-progress"]
+RING = {"topology": "ring", "distance": 3, "model": "swan"}
 
 
 def tiny_config(tmp: Path, **changes) -> T.TransferConfig:
-    cfg = T.TransferConfig(sizes=(8, 4, 4), epsilon=(0.1,), beta=(1.0,), adjacency=("sym",),
-                           seeds=(0, 1), epochs=4, patience=None, progress=False,
-                           cache_dir=tmp / "cache", results_dir=tmp / "results")
-    return dataclasses.replace(cfg, **changes)
+    grid = {"learning_rate": (1e-3,), "epsilon": (0.1,), "gamma": (0.1,), "beta": (1.0,),
+            "adjacency": ("sym",)}
+    return T.EXPERIMENT.default_config(**{
+        "sizes": (8, 4, 4), "grid": grid, "seeds": (0, 1), "epochs": 4, "patience": None,
+        "progress": False, "cache_dir": tmp / "cache", "results_dir": tmp / "results",
+        **changes})
+
+
+def train_cell(cfg: T.TransferConfig, cell=RING):
+    """The cell's one program (its only A_hat), trained; its result and record."""
+    [program] = T.EXPERIMENT.plan(cfg, [cell])
+    result = sweep.train_program(T.EXPERIMENT, cfg, program)
+    return result, sweep.program_record(T.EXPERIMENT, cfg, program, result)
 
 
 def losses(result, run=None):
@@ -45,20 +41,26 @@ def losses(result, run=None):
 
 def test_cli_needs_a_cell_or_all_and_all_is_the_paper_grid():
     with pytest.raises(SystemExit):
-        T.parse_args(["--topology", "ring"])
-    cfg = T.parse_args(["--all"])
+        T.parse_config(["--topology", "ring"])
+    cfg = T.parse_config(["--all"])
     assert cfg.topologies == ("line", "ring", "crossed-ring")
     assert cfg.distances == (3, 5, 10, 50)
     assert cfg.models == ("swan", "adgn", "gcn", "gin", "sage", "gat")
-    assert (cfg.epochs, cfg.patience, cfg.lr, cfg.seeds) == (2000, 100, (1e-3,), (0, 1, 2, 3))
-    quick = T.parse_args(["--all", "--distances", "3,5", "--models", "swan,gcn", "--epochs",
-                          "7", "--train-size", "50"])
+    assert (cfg.epochs, cfg.patience, cfg.grid["learning_rate"], cfg.seeds) == (
+        2000, 100, (1e-3,), (0, 1, 2, 3))
+    quick = T.parse_config(["--all", "--distances", "3,5", "--models", "swan,gcn", "--epochs",
+                            "7", "--train-size", "50"])
     assert (quick.distances, quick.models, quick.epochs, quick.sizes[0]) == (
         (3, 5), ("swan", "gcn"), 7, 50)
+
+    def programs(model):
+        return [(p.static.get("adjacency"), p.grid)
+                for p in T.EXPERIMENT.plan(cfg, [{**RING, "model": model}])]
+
     # SWAN: one program per A_hat with 2 epsilons x 4 betas; ADGN no beta; baselines lr only.
-    assert [(a, len(g)) for a, g in T.model_grids("swan", cfg)] == [("adj", 8), ("sym", 8)]
-    assert [(a, len(g)) for a, g in T.model_grids("adgn", cfg)] == [("adj", 2), ("sym", 2)]
-    assert T.model_grids("gat", cfg) == [(None, [{"learning_rate": 1e-3}])]
+    assert [(a, len(g)) for a, g in programs("swan")] == [("adj", 8), ("sym", 8)]
+    assert [(a, len(g)) for a, g in programs("adgn")] == [("adj", 2), ("sym", 2)]
+    assert programs("gat") == [(None, [{"learning_rate": 1e-3}])]
 
 
 @pytest.mark.slow
@@ -68,17 +70,23 @@ def test_end_to_end_writes_results_and_figure_and_skips_done_cells(tmp_path):
             *TINY]
     assert T.main(argv) == 0
     payload = json.loads((tmp_path / "out" / "results.json").read_text())
-    records = payload["records"]
-    assert [(r["topology"], r["distance"], r["model"]) for r in records] == [
+    cells = payload["cells"]
+    assert [(c["topology"], c["distance"], c["model"]) for c in cells] == [
         ("line", 3, "swan"), ("line", 3, "gcn")]
-    for r in records:
-        assert math.isfinite(r["test_mse_mean"]) and r["test_mse_std"] >= 0
-        assert r["seeds"] == [0, 1] and r["epochs_completed"] == 3
-        assert r["wall_time_s"] > 0 and "machine" in r
-    assert records[0]["best_config"] == {"adjacency": "sym", "beta": 1.0, "epsilon": 0.1,
-                                         "gamma": 0.1, "learning_rate": 1e-3}
+    for c in cells:
+        assert math.isfinite(c["test_mean"]) and c["test_std"] >= 0
+        assert c["seeds"] == [0, 1] and c["epochs_completed"] == 3
+        assert c["wall_time"] > 0
+    records = payload["records"]
+    assert len(records) == 2 and all("machine" in r for r in records)
+    assert cells[0]["best_hparams"] == {"adjacency": "sym", "beta": 1.0, "epsilon": 0.1,
+                                        "gamma": 0.1, "learning_rate": 1e-3}
     png = (tmp_path / "out" / "transfer.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # Transfer checkpoints by default, like every experiment: each program has a folder.
+    for r in records:
+        folder = Path(r["checkpoint_dir"])
+        assert (folder / "run.json").exists() and (folder / "3").is_dir()
     with pytest.raises(SystemExit, match="exists; pass --resume"):
         T.main(argv)
     assert T.main([*argv, "--resume"]) == 0  # both cells done: nothing trains
@@ -87,17 +95,16 @@ def test_end_to_end_writes_results_and_figure_and_skips_done_cells(tmp_path):
 
 @pytest.fixture(scope="module")
 def together(tmp_path_factory):
-    """The SWAN cell with seeds 0 and 1 in one vmapped program, 4 epochs, no checkpoints."""
+    """The SWAN cell with seeds 0 and 1 in one vmapped program, 4 epochs."""
     tmp = tmp_path_factory.mktemp("together")
-    return T.run_cell(tiny_config(tmp), "ring", 3, "swan"), tmp
+    return train_cell(tiny_config(tmp)), tmp
 
 
 @pytest.mark.slow
 def test_vmapped_seeds_equal_seeds_one_by_one(together):
-    cell, tmp = together
-    both = cell.results["sym"]
+    (both, _), tmp = together
     for run, seed in enumerate((0, 1)):
-        alone = T.run_cell(tiny_config(tmp, seeds=(seed,)), "ring", 3, "swan").results["sym"]
+        alone, _ = train_cell(tiny_config(tmp, seeds=(seed,)))
         np.testing.assert_allclose([h["train_loss"][run] for h in both.history],
                                    [h["train_loss"][0] for h in alone.history], rtol=1e-5)
         assert both.runs[run]["test"] == pytest.approx(alone.runs[0]["test"], rel=1e-4)
@@ -105,14 +112,15 @@ def test_vmapped_seeds_equal_seeds_one_by_one(together):
 
 @pytest.mark.slow
 def test_interrupted_and_resumed_cell_ends_where_an_uninterrupted_one_does(together, tmp_path):
-    cell, _ = together
+    (whole, whole_record), _ = together
     ck = tmp_path / "ck"
-    first = T.run_cell(tiny_config(tmp_path, epochs=2, checkpoint_dir=ck), "ring", 3, "swan")
-    assert first.record["epochs_completed"] == 2
-    resumed = T.run_cell(tiny_config(tmp_path, checkpoint_dir=ck, resume=True), "ring", 3,
-                         "swan")
-    assert losses(resumed.results["sym"]) == losses(cell.results["sym"])
-    assert resumed.results["sym"].runs == cell.results["sym"].runs
-    keys = ("best_config", "test_mse_mean", "test_mse_std", "val_mse_mean", "epochs_run",
+    first, _ = train_cell(tiny_config(tmp_path, epochs=2, checkpoint_dir=ck))
+    assert first.epochs_completed == 2
+    resumed, record = train_cell(tiny_config(tmp_path, checkpoint_dir=ck, resume=True))
+    assert losses(resumed) == losses(whole)
+    assert resumed.runs == whole.runs
+    keys = ("best_hparams", "test_mean", "test_std", "val_mean", "epochs_run",
             "epochs_completed")
-    assert {k: resumed.record[k] for k in keys} == {k: cell.record[k] for k in keys}
+    [a] = sweep.summarise_cells(T.EXPERIMENT, tiny_config(tmp_path), [record])
+    [b] = sweep.summarise_cells(T.EXPERIMENT, tiny_config(tmp_path), [whole_record])
+    assert {k: a[k] for k in keys} == {k: b[k] for k in keys}

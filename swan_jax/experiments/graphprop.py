@@ -1,0 +1,210 @@
+"""Graph property prediction: diameter, SSSP, eccentricity (paper Sec. "Graph Property
+Prediction", Appendix D.2 / E.3, hyper-parameter table).
+
+Model: `Linear(2 -> hidden)` -> SWAN ODE block -> the ADGN / SWAN reference head (node
+tasks: `Linear(d, d//2) - LeakyReLU - Linear(d//2, 1) - LeakyReLU`; diameter: the same on
+the concatenated sum / max / mean poolings, `d = 3 hidden`). Protocol and grid:
+`configs/graphprop.toml`. One program per static point (hidden, layers, A_hat); the
+numeric grid (epsilon x gamma x beta) times the seeds trains as ONE vmapped program.
+
+    python -m swan_jax.experiments.graphprop --task sssp --variant swan --hidden 20 \\
+        --layers 5 --adjacency sym --epsilon 0.1 --gamma 0.1 --beta 1   # one grid point
+    python -m swan_jax.experiments.graphprop --task diameter --models swan,adgn --hidden 20 \\
+        --layers 5 --epsilon 0.1 --gamma 0.1 --beta 1 --adjacency sym --epochs 200
+    python -m swan_jax.experiments.graphprop --all --resume     # the whole paper sweep
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import flax.linen as nn
+
+from swan_jax.cli import parse_positive_int_list, parse_str_list
+from swan_jax.config import NO_PSI_VARIANTS, SWANConfig
+from swan_jax.data import graphprop
+from swan_jax.experiments import command
+from swan_jax.experiments.config import SweepConfig, select
+from swan_jax.experiments.sweep import Experiment, Task
+from swan_jax.models import MLP, LinearEncoder, Model, SWANBlock, pool_nodes
+
+TASKS = ("diameter", "sssp", "eccentricity")
+TASK_LEVEL = {"diameter": "graph", "sssp": "node", "eccentricity": "node"}
+LABEL_SETTINGS = ("paper", "adgn")
+
+# name -> (SWAN variant, weight sharing); "-ld" = layer-dependent weights (Appendix G).
+MODELS: dict[str, tuple[str, bool]] = {
+    "swan": ("swan", True),
+    "swan-learn": ("swan-learn", True),
+    "swan-ld": ("swan", False),
+    "swan-learn-ld": ("swan-learn", False),
+    "swan-beta0": ("swan-beta0", True),
+    "swan-ne": ("swan-ne", True),
+    "swan-learn-ne": ("swan-learn-ne", True),
+    "adgn": ("adgn", True),
+}
+ALL_MODELS = tuple(MODELS)
+
+# Paper values (the graph-property table, Appendix G's layer-dependent rows, the ablation
+# table): test log10(MSE) mean and std over 4 seeds, in the order diameter, SSSP,
+# eccentricity. They come from ADGN's data pipeline, i.e. the "adgn" label columns of
+# `swan_jax.data.graphprop`.
+PAPER: dict[str, tuple[tuple[float, float], ...]] = {
+    "swan": ((-0.5249, 0.0155), (-3.2370, 0.0834), (0.4094, 0.0764)),
+    "swan-learn": ((-0.5981, 0.1145), (-3.5425, 0.0830), (-0.0739, 0.2190)),
+    "swan-ld": ((-0.6381, 0.0358), (-3.9342, 0.1993), (-0.2706, 0.0948)),
+    "swan-learn-ld": ((-0.5905, 0.0372), (-3.8258, 0.0950), (-0.2245, 0.0840)),
+    "swan-beta0": ((-0.3882, 0.0610), (-3.2061, 0.0416), (0.5573, 0.0247)),
+    "swan-ne": ((-0.5497, 0.0766), (-3.1913, 0.0762), (0.3792, 0.1514)),
+    "swan-learn-ne": ((-0.5631, 0.0694), (-3.5296, 0.0831), (0.1317, 0.1253)),
+    "adgn": ((-0.5188, 0.1812), (-3.2417, 0.0751), (0.4296, 0.1003)),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphPropConfig(SweepConfig):
+    """Graph-property settings besides the shared ones (see `configs/graphprop.toml`)."""
+
+    tasks: tuple[str, ...] = select(("sssp",))
+    label_columns: tuple[str, ...] = select(("paper",))
+    models: tuple[str, ...] = select(("swan",))
+    final_leaky_relu: bool = True  # the reference head ends in a LeakyReLU
+    per_size: tuple[int, int, int] | None = None  # graphs per node count: train, val, test
+    node_counts: tuple[int, ...] | None = None  # node counts of every split (default 25-34)
+    data_seed: int = graphprop.DEFAULT_SEED
+
+    def loader_sizes(self) -> dict[str, Any]:
+        sizes: dict[str, Any] = {}
+        if self.per_size is not None:
+            sizes["per_size"] = dict(zip(graphprop.SPLITS, self.per_size, strict=True))
+        if self.node_counts is not None:
+            sizes["nodes"] = {split: tuple(self.node_counts) for split in graphprop.SPLITS}
+        return sizes
+
+
+class PropReadout(nn.Module):
+    """The ADGN / SWAN graph-property head (poolings first for graph-level tasks)."""
+
+    level: str
+    final_leaky_relu: bool = True
+
+    @nn.compact
+    def __call__(self, graph, x):
+        if self.level == "graph":
+            x = pool_nodes(graph, x, ("sum", "max", "mean"))
+        y = MLP((max(x.shape[-1] // 2, 1), 1), activation=nn.leaky_relu)(x)
+        return nn.leaky_relu(y) if self.final_leaky_relu else y
+
+
+class GraphProp(Experiment):
+    name, title = "graphprop", "Graph property prediction"
+    paper_ref = "the paper's graph-property table (test log10 MSE)"
+    Config = GraphPropConfig
+    cell_axes = ("task", "label_columns", "model")
+    static_axes = ("hidden", "num_layers", "adjacency")
+    table_sections = ("label_columns", "Label setting")
+
+    def cells(self, cfg: GraphPropConfig):
+        return [{"task": t, "label_columns": lc, "model": m} for t in cfg.tasks
+                for lc in cfg.label_columns for m in cfg.models]
+
+    def data_key(self, cfg, cell):
+        return cell["task"], cell["label_columns"]
+
+    def load_data(self, cfg: GraphPropConfig, cell):
+        return graphprop.load_graphprop(cell["task"], label_columns=cell["label_columns"],
+                                        cache_dir=cfg.cache_dir, seed=cfg.data_seed,
+                                        **cfg.loader_sizes(), **cfg.data_options)
+
+    def task_for(self, cfg, cell) -> Task:
+        return Task("mse", "log10_mse", TASK_LEVEL[cell["task"]])
+
+    def grid(self, cfg: GraphPropConfig, cell):
+        """The configured grid; beta collapses to 0 where the variant has no Psi."""
+        axes = dict(cfg.grid)
+        if MODELS[cell["model"]][0] in NO_PSI_VARIANTS:
+            axes["beta"] = (0.0,)
+        return axes
+
+    def model_fn(self, cfg: GraphPropConfig, cell, static):
+        variant, sharing = MODELS[cell["model"]]
+        level = TASK_LEVEL[cell["task"]]
+
+        def model_fn(hp: Mapping[str, Any]) -> nn.Module:
+            swan = SWANConfig(variant=variant, adjacency=static["adjacency"], beta=hp["beta"],
+                              gamma=hp["gamma"], epsilon=hp["epsilon"],
+                              num_layers=int(static["num_layers"]), weight_sharing=sharing)
+            block = SWANBlock(swan, cfg.solver, rtol=cfg.rtol, atol=cfg.atol,
+                              adjoint=cfg.adjoint)
+            return Model(LinearEncoder(int(static["hidden"])), block,
+                         PropReadout(level, cfg.final_leaky_relu))
+
+        return model_fn
+
+    def paper(self, cell):
+        return PAPER[cell["model"]][TASKS.index(cell["task"])]
+
+    # ---------------------------------------------------------------- command line
+    def add_arguments(self, p) -> None:
+        p.add_argument("--task", type=parse_str_list(TASKS), default=None,
+                       help=f"comma-separated tasks: {', '.join(TASKS)} (default sssp)")
+        p.add_argument("--label-columns", type=parse_str_list(LABEL_SETTINGS), default=None,
+                       help="paper: each task its own column; adgn: ADGN's loader "
+                            "(default paper)")
+        p.add_argument("--models", type=parse_str_list(ALL_MODELS), default=None,
+                       help=f"comma-separated models: {', '.join(ALL_MODELS)}")
+        p.add_argument("--layer-dependent", action="store_true",
+                       help="with --variant: layer-dependent weights (no weight sharing)")
+        p.add_argument("--hidden", type=parse_positive_int_list, default=None)
+        p.add_argument("--layers", type=parse_positive_int_list, default=None)
+        p.add_argument("--per-size", type=parse_positive_int_list, default=None,
+                       help="graphs per node count for train,val,test (paper: 512,128,256)")
+        p.add_argument("--node-counts", type=parse_positive_int_list, default=None,
+                       help="node counts of every split (paper: train 25-34, val/test 25-29)")
+        p.add_argument("--data-seed", type=int, default=None)
+        p.add_argument("--all", action="store_true",
+                       help="every task x model in both label settings "
+                            "(make reproduce-graphprop)")
+
+    def apply_arguments(self, args, cfg: GraphPropConfig, error) -> GraphPropConfig:
+        if args.per_size is not None and len(args.per_size) != 3:
+            error(f"--per-size takes three numbers: train,val,test (got {len(args.per_size)})")
+        if args.models is not None and (args.variant or args.layer_dependent):
+            error("give either --models or --variant [--layer-dependent], not both")
+        models = args.models
+        if models is None and args.variant is not None:
+            models = tuple(v + ("-ld" if args.layer_dependent else "") for v in args.variant)
+            bad = [m for m in models if m not in MODELS]
+            if bad:
+                error(f"--layer-dependent is available for swan, swan-learn; not {bad}")
+        every = {"tasks": TASKS, "label_columns": LABEL_SETTINGS, "models": ALL_MODELS}
+        cells = {"tasks": args.task, "label_columns": args.label_columns, "models": models}
+        cells = {k: v or (every[k] if args.all else getattr(cfg, k)) for k, v in cells.items()}
+        grid = {axis: tuple(value) for axis, value in (("hidden", args.hidden),
+                                                       ("num_layers", args.layers))
+                if value is not None}
+        return dataclasses.replace(
+            cfg, **cells, grid={**cfg.grid, **grid},
+            per_size=tuple(args.per_size) if args.per_size else cfg.per_size,
+            node_counts=tuple(args.node_counts) if args.node_counts else cfg.node_counts,
+            data_seed=cfg.data_seed if args.data_seed is None else args.data_seed)
+
+
+EXPERIMENT = GraphProp()
+
+
+def parse_config(argv: Sequence[str] | None = None) -> GraphPropConfig:
+    return command.parse_config(EXPERIMENT, argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return command.main(EXPERIMENT, argv)
+
+
+if __name__ == "__main__":  # run the package's module, so run.json names an importable class
+    from swan_jax.experiments.graphprop import main as package_main
+
+    sys.exit(package_main())

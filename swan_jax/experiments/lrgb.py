@@ -1,0 +1,230 @@
+"""LRGB (paper Table 3): SWAN and SWAN-learn on Peptides-func, Peptides-struct, PascalVOC-SP.
+
+    python -m swan_jax.experiments.lrgb --dataset peptides-func --variant swan-learn --seeds 0,1,2
+    python -m swan_jax.experiments.lrgb --all --resume      # every cell (make reproduce-lrgb)
+    python -m swan_jax.experiments.lrgb --dataset peptides-func --grid full  # the paper's grid
+    python -m swan_jax.experiments.lrgb --dataset peptides-func --limit 200 --epochs 2  # a look
+
+The configuration run is data: `configs/lrgb.toml` (our pick from the paper's grid, which
+the paper does not publish per cell) and `configs/lrgb-full.toml` (the paper's grid);
+`--config FILE` runs your own. Raw files are read from `--data-dir` ($SWAN_DATA_DIR),
+downloaded with an md5 check when absent; a missing data set stops the run before any
+training unless `--skip-missing`. The test metric is read at each run's best validation
+epoch; the model is held to LRGB's 500k parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from swan_jax.cli import (
+    parse_nonnegative_float_list,
+    parse_positive_int_list,
+    parse_str_list,
+    positive_int,
+)
+from swan_jax.config import SWANConfig
+from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
+from swan_jax.experiments import command
+from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, io, load_toml, select
+from swan_jax.experiments.sweep import Experiment, Task
+from swan_jax.models import GraphReadout, Model, NodeReadout, SWANBlock
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    loader: str  # function of swan_jax.data.lrgb
+    task: Task
+    outputs: int
+    encoder: str  # "atom" (OGB AtomEncoder on the 9 atom codes) or "linear" (VOC's 14 floats)
+    percent: bool  # the paper reports the metric x 100 (AP, F1)
+
+
+DATASETS: dict[str, Dataset] = {
+    "peptides-func": Dataset("load_peptides_func", Task("bce", "ap", "graph"), 10, "atom",
+                             True),
+    "peptides-struct": Dataset("load_peptides_struct", Task("l1", "mae", "graph"), 11, "atom",
+                               False),
+    "pascalvoc-sp": Dataset("load_pascalvoc_sp", Task("weighted_ce", "f1", "node"), 21,
+                            "linear", True),
+}
+RUN_VARIANTS = ("swan", "swan-learn")
+VOC_FEATURES = ("raw", "standardized")
+
+# Table 3 of the paper (mean over 3 seeds; AP and F1 in percent).
+PAPER_TABLE3: dict[tuple[str, str], tuple[float, float]] = {
+    ("peptides-func", "swan"): (63.13, 0.46),
+    ("peptides-struct", "swan"): (0.2571, 0.0018),
+    ("pascalvoc-sp", "swan"): (27.96, 0.48),
+    ("peptides-func", "swan-learn"): (67.51, 0.39),
+    ("peptides-struct", "swan-learn"): (0.2485, 0.0009),
+    ("pascalvoc-sp", "swan-learn"): (31.92, 2.50),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LRGBConfig(SweepConfig):
+    """LRGB's own settings besides the shared ones (see `configs/lrgb.toml`)."""
+
+    datasets: tuple[str, ...] | None = select(None)
+    variants: tuple[str, ...] = select(RUN_VARIANTS)
+    grid_name: str = io("paper")
+    data_dir: Path | None = io(None)  # default: $SWAN_DATA_DIR, else data/
+    download: bool = io(True)
+    download_dir: Path | None = io(None)  # default: $SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax
+    verify_md5: bool = True
+    voc_features: str = "raw"  # "raw" (LRGB's baselines) or "standardized" (our option)
+    limit: int | None = None  # only the first K raw rows (peptides) / graphs per split (VOC)
+    skip_bad_rows: bool = False
+
+    def __post_init__(self) -> None:
+        if self.voc_features not in VOC_FEATURES:
+            raise ValueError(f"voc_features = {self.voc_features!r}; valid: "
+                             f"{', '.join(VOC_FEATURES)}")
+
+
+def readout_features(hidden: int, outputs: int) -> tuple[int, ...]:
+    return (hidden, hidden // 2, outputs)
+
+
+class LRGB(Experiment):
+    name, title, paper_ref = "lrgb", "LRGB", "the paper's Table 3"
+    Config = LRGBConfig
+    cell_axes = ("dataset", "variant")
+    static_axes = ("num_layers", "hidden", "adjacency")
+    max_params = 500_000  # LRGB's rule; --allow-more-params lifts it
+
+    def cells(self, cfg: LRGBConfig):
+        return [{"dataset": d, "variant": v} for d in cfg.datasets or () for v in cfg.variants]
+
+    def data_key(self, cfg, cell):
+        return cell["dataset"]
+
+    def task_for(self, cfg, cell) -> Task:
+        return DATASETS[cell["dataset"]].task
+
+    def missing_data(self, cfg: LRGBConfig, cell) -> str | None:
+        """Every raw file the cell needs, downloaded when allowed, checked before training."""
+        from swan_jax.data import lrgb as data
+
+        missing = data.ensure_available([cell["dataset"]], cfg.data_dir, cfg.download_dir,
+                                        download=cfg.download, verify_md5=cfg.verify_md5)
+        if not missing:
+            return None
+        return "missing raw file(s): " + "; ".join(str(m) for m in missing)
+
+    def load_data(self, cfg: LRGBConfig, cell):
+        from swan_jax.data import lrgb as data
+
+        kwargs: dict[str, Any] = {"data_dir": cfg.data_dir, "cache_dir": cfg.cache_dir,
+                                  "download_dir": cfg.download_dir, "limit": cfg.limit,
+                                  "progress": cfg.progress, "verify_md5": cfg.verify_md5,
+                                  "download": cfg.download, **cfg.data_options}
+        if cell["dataset"] == "pascalvoc-sp":
+            kwargs["standardize"] = cfg.voc_features == "standardized"
+        else:
+            kwargs["skip_bad_rows"] = cfg.skip_bad_rows
+        return getattr(data, DATASETS[cell["dataset"]].loader)(**kwargs)
+
+    def model_fn(self, cfg: LRGBConfig, cell, static):
+        """hp (numeric, possibly traced) -> encoder -> SWAN ODE block -> readout."""
+        dataset = DATASETS[cell["dataset"]]
+        hidden, layers = int(static["hidden"]), int(static["num_layers"])
+
+        def model_fn(hp):
+            swan = SWANConfig(variant=cell["variant"], adjacency=static["adjacency"],
+                              num_layers=layers, beta=hp["beta"], gamma=hp["gamma"],
+                              epsilon=hp["epsilon"])
+            encoder = (AtomEncoder(hidden) if dataset.encoder == "atom"
+                       else LinearNodeEncoder(hidden))
+            head = readout_features(hidden, dataset.outputs)
+            readout = (GraphReadout(head, pooling=("mean",)) if dataset.task.level == "graph"
+                       else NodeReadout(head))
+            block = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
+            return Model(encoder, block, readout)
+
+        return model_fn
+
+    def paper(self, cell):
+        return PAPER_TABLE3.get((cell["dataset"], cell["variant"]))
+
+    def scale(self, cell) -> float:
+        return 100.0 if DATASETS[cell["dataset"]].percent else 1.0
+
+    def notes(self, cfg: LRGBConfig) -> list[str]:
+        notes = [f"grid {cfg.grid_name}"]
+        if cfg.datasets and "pascalvoc-sp" in cfg.datasets:
+            notes.append(f"PascalVOC-SP node features: {cfg.voc_features}")
+        return notes + ([f"first {cfg.limit} graphs only"] if cfg.limit else [])
+
+    # ---------------------------------------------------------------- command line
+    def add_arguments(self, p) -> None:
+        p.add_argument("--dataset", type=parse_str_list(tuple(DATASETS)), default=None,
+                       help=f"comma-separated: {', '.join(DATASETS)}")
+        p.add_argument("--all", action="store_true",
+                       help="every dataset x {swan, swan-learn}")
+        p.add_argument("--grid", choices=("paper", "full"), default=None,
+                       help="paper: configs/lrgb.toml (the selected point); full: "
+                            "configs/lrgb-full.toml (the paper's grid)")
+        p.add_argument("--hidden", type=parse_positive_int_list, default=None)
+        p.add_argument("--layers", type=parse_positive_int_list, default=None)
+        p.add_argument("--weight-decay", type=parse_nonnegative_float_list, default=None)
+        p.add_argument("--data-dir", type=Path, default=None,
+                       help="raw files (default $SWAN_DATA_DIR, else data/)")
+        p.add_argument("--limit", type=positive_int, default=None,
+                       help="only the first K raw rows (peptides) / graphs per split (VOC)")
+        p.add_argument("--no-verify-md5", action="store_true",
+                       help="accept raw files of your own")
+        p.add_argument("--no-download", action="store_true")
+        p.add_argument("--download-dir", type=Path, default=None,
+                       help="where missing raw files are downloaded (default "
+                            "$SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax); the data folder "
+                            "is only read")
+        p.add_argument("--voc-features", choices=VOC_FEATURES, default=None,
+                       help="PascalVOC-SP node features: raw (LRGB's baselines, default) or "
+                            "standardized with the training split's mean and std")
+        p.add_argument("--skip-bad-rows", action="store_true",
+                       help="drop malformed CSV rows (each is reported) instead of stopping")
+
+    def base_config(self, args) -> LRGBConfig:
+        if args.grid == "full":
+            return load_toml(LRGBConfig, CONFIG_DIR / "lrgb-full.toml")
+        return self.default_config()
+
+    def apply_arguments(self, args, cfg: LRGBConfig, error) -> LRGBConfig:
+        grid = {axis: tuple(value) for axis, value in (
+            ("hidden", args.hidden), ("num_layers", args.layers),
+            ("weight_decay", args.weight_decay)) if value is not None}
+        cfg = dataclasses.replace(
+            cfg, grid={**cfg.grid, **grid},
+            datasets=tuple(DATASETS) if args.all else (args.dataset or cfg.datasets),
+            variants=args.variant or cfg.variants,
+            data_dir=args.data_dir or cfg.data_dir, limit=args.limit or cfg.limit,
+            download_dir=args.download_dir or cfg.download_dir,
+            voc_features=args.voc_features or cfg.voc_features,
+            verify_md5=cfg.verify_md5 and not args.no_verify_md5,
+            download=cfg.download and not args.no_download,
+            skip_bad_rows=cfg.skip_bad_rows or args.skip_bad_rows)
+        if not cfg.datasets:
+            error("name a --dataset or pass --all")
+        return cfg
+
+
+EXPERIMENT = LRGB()
+
+
+def parse_config(argv=None) -> LRGBConfig:
+    return command.parse_config(EXPERIMENT, argv)
+
+
+def main(argv=None) -> int:
+    return command.main(EXPERIMENT, argv)
+
+
+if __name__ == "__main__":  # run the package's module, so run.json names an importable class
+    from swan_jax.experiments.lrgb import main as package_main
+
+    sys.exit(package_main())

@@ -1,0 +1,150 @@
+"""What a sweep shows a reader: the markdown table beside the paper, a figure, and the
+training curves of every program (`plot_curves`, the `swan-curves` command)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swan_jax.train import HISTORY_FILE, read_history
+
+
+def _fmt(mean: float, std: float, scale: float) -> str:
+    decimals = 2 if scale != 1.0 else 4
+    return f"{scale * mean:.{decimals}f} ± {scale * std:.{decimals}f}"
+
+
+def _paper(paper, scale: float) -> str:
+    if paper is None:
+        return "–"
+    decimals = 2 if scale != 1.0 else 4
+    return f"{paper[0]:.{decimals}f} ± {paper[1]:.{decimals}f}"
+
+
+def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) -> str:
+    """Markdown: per cell, our test metric (mean ± std over seeds) beside the paper's."""
+    axes = [a for a in exp.cell_axes if a not in exp.pooled_axes]
+    section = exp.table_sections[0] if exp.table_sections else None
+    columns = [a for a in axes if a != section]
+    percent = any(exp.scale(c) == 100 for c in cells)
+    lines = [f"# {exp.label}: swan-jax vs. {exp.paper_ref}", "",
+             "Test metric at each run's best validation epoch, for the grid point with the "
+             "best mean validation metric; mean ± std over seeds (population std)"
+             + ("; AP, F1, AUC in percent" if percent else "") + ".", ""]
+    notes = exp.notes(cfg) + ([f"solver {cfg.solver}"] if cfg.solver != "euler" else [])
+    if notes:
+        lines += ["Notes: " + "; ".join(notes) + ".", ""]
+    header = ("| " + " | ".join(columns) + " | Metric | Test (ours) | Paper | Val (ours) | "
+              "Epochs | Seeds | Params | s/epoch | Best configuration |")
+    rule = "|" + " --- |" * (len(columns) + 9)
+    groups = {}
+    for cell in cells:
+        groups.setdefault(cell.get(section), []).append(cell)
+    for value, members in groups.items():
+        if section is not None:
+            lines += [f"## {exp.table_sections[1]} `{value}`", ""]
+        lines += [header, rule]
+        for c in members:
+            spe, scale = c.get("seconds_per_epoch"), exp.scale(c)
+            diverged = " (diverged runs)" if any(c["diverged"]) else ""
+            lines.append(
+                "| " + " | ".join(str(c[a]) for a in columns) + f" | {c['metric'].upper()} | "
+                f"{_fmt(c['test_mean'], c['test_std'], scale)}{diverged} | "
+                f"{_paper(c.get('paper'), scale)} | {_fmt(c['val_mean'], c['val_std'], scale)} | "
+                f"{max(c['epochs_run'])} | {len(c['seeds'])} | {c['params']:,} | "
+                f"{'–' if spe is None else f'{spe:.1f}'} | "
+                f"`{json.dumps(c['best_hparams'], sort_keys=True)}` |")
+        lines.append("")
+    if skipped:
+        lines += ["**Partial run** (`--skip-missing`): these cells were not run:", ""]
+        lines += [f"- not run: {s}" for s in skipped] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_against_paper(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
+    """Our test metric per cell (mean ± std over seeds) with the paper's value beside it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [c for c in cells if math.isfinite(c["test_mean"])]
+    if not rows:
+        return False
+    labels = [" / ".join(str(c[a]) for a in exp.cell_axes if a in c) for c in rows]
+    y = range(len(rows))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.4))
+    ax.errorbar([exp.scale(c) * c["test_mean"] for c in rows], y,
+                xerr=[exp.scale(c) * c["test_std"] for c in rows], fmt="o", label="swan-jax")
+    paper = [(i, c["paper"]) for i, c in enumerate(rows) if c.get("paper")]
+    if paper:
+        ax.errorbar([p[0] for _, p in paper], [i + 0.2 for i, _ in paper],
+                    xerr=[p[1] for _, p in paper], fmt="s", label="paper")
+    ax.set_yticks(list(y), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("test " + ", ".join(sorted({c["metric"] for c in rows}))
+                  + (" (AP, F1, AUC in %)" if any(exp.scale(c) == 100 for c in rows) else ""))
+    ax.set_title(f"{exp.label}: swan-jax vs. {exp.paper_ref}")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return True
+
+
+def _band(ax, epochs, values, label):
+    values = np.asarray(values, float)  # [epochs, runs]
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(values, axis=1)
+    line, = ax.plot(epochs, mean, label=label)
+    if values.shape[1] > 1:
+        ax.fill_between(epochs, np.nanmin(values, 1), np.nanmax(values, 1),
+                        color=line.get_color(), alpha=0.15, linewidth=0)
+
+
+def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
+    """Draw every `history.jsonl` under `folder` to `out` (default `folder/curves.png`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    files = sorted(folder.rglob(HISTORY_FILE))
+    files = [f for f in files if read_history(f)]
+    if not files:
+        raise FileNotFoundError(f"no {HISTORY_FILE} with any epoch under {folder}")
+    histories = {str(f.parent.relative_to(folder)).removeprefix("checkpoints/"): read_history(f)
+                 for f in files}
+    schedule = any(len({tuple(h["lr"]) for h in hist if "lr" in h}) > 1
+                   for hist in histories.values())
+    panels = ["train_loss", "val"] + (["lr"] if schedule else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for name, hist in histories.items():
+        epochs = [h["epoch"] + 1 for h in hist]
+        for ax, key in zip(axes[0], panels, strict=True):
+            _band(ax, epochs, [h[key] for h in hist], name)
+    titles = {"train_loss": "training loss", "val": "validation metric", "lr": "learning rate"}
+    for ax, key in zip(axes[0], panels, strict=True):
+        ax.set_title(titles[key])
+        ax.set_xlabel("epoch")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_yscale("log" if all(np.nanmin(np.asarray(h["train_loss"], float)) > 0
+                                       for hist in histories.values() for h in hist)
+                          else "linear")
+    if len(histories) <= 12:
+        axes[0][-1].legend(fontsize=7, loc="best")
+    fig.suptitle(f"{folder}: {len(histories)} program(s)")
+    fig.tight_layout()
+    out = Path(out) if out is not None else folder / "curves.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out

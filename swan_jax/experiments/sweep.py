@@ -1,0 +1,508 @@
+"""The one sweep: an experiment says what is particular to it, the sweep does the rest.
+
+An `Experiment` subclass declares its cells (what the paper's table has rows for), its
+data (the splits of a cell), its model builder, its grid (static = shape-changing axes,
+one compiled program per combination; every other axis numeric = vmapped), its task
+(loss, metric and its direction, node or graph level) and its paper reference.
+`run_sweep` then does the same for every experiment:
+
+1. refuses before any training what it cannot do: output folders that are files or not
+   writable, an existing results file or checkpoint folder without `--resume` /
+   `--overwrite`, missing data (unless `--skip-missing`);
+2. plans the programs and prints the plan;
+3. trains each program not yet in the results (`swan_jax.train.train`; one folder per
+   program, named after its cell, static point and a hash of everything that decides
+   its numbers), with one overall progress bar;
+4. writes `results.json` (a record per program), summarises over seeds per cell (the
+   best grid point by mean validation metric), writes `table.md` beside the paper, the
+   figure and the resolved `config.toml`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from swan_jax.cli import ResultsFile, machine_info, summarise_runs
+from swan_jax.experiments import report
+from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
+from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
+from swan_jax.pytrees import tree_size
+from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
+from swan_jax.train._splits import Split
+
+Cell = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """What a cell is scored by: loss, metric (its direction follows) and level."""
+
+    loss: str
+    metric: str
+    level: str  # "graph" or "node"
+
+
+class Experiment:
+    """Subclass, set the class attributes, override what is particular.
+
+    Required: `name`, `cell_axes`, `cells`, `load_data`, `model_fn`, and `task` (a
+    class attribute, or `task_for` per cell). Optional: `Config` (a `SweepConfig`
+    subclass with the experiment's own fields), `static_axes`, `pooled_axes` (cell axes
+    a summary pools over, e.g. ten official splits), `grid` (per-cell axes), `paper`
+    (the paper's mean and std of a cell), `missing_data` (checked before any training),
+    `max_params`, `display_scale`, `notes`, `plot`.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str] = ""
+    paper_ref: ClassVar[str] = "the paper"
+    Config: ClassVar[type[SweepConfig]] = SweepConfig
+    cell_axes: ClassVar[tuple[str, ...]] = ()
+    static_axes: ClassVar[tuple[str, ...]] = ()
+    pooled_axes: ClassVar[tuple[str, ...]] = ()
+    task: ClassVar[Task | None] = None
+    max_params: ClassVar[int | None] = None
+    budget_hint: ClassVar[str] = "lower --hidden or --layers, or pass --allow-more-params"
+    display_scale: ClassVar[float] = 1.0  # table values = metric x this (100: percent)
+    table_sections: ClassVar[tuple[str, str] | None] = None  # (cell axis, heading)
+
+    # ------------------------------------------------------------ what is particular
+    def cells(self, cfg: SweepConfig) -> list[Cell]:
+        raise NotImplementedError
+
+    def load_data(self, cfg: SweepConfig, cell: Cell) -> Mapping[str, Split]:
+        raise NotImplementedError
+
+    def model_fn(self, cfg: SweepConfig, cell: Cell, static: Mapping[str, Any]) -> ModelFn:
+        raise NotImplementedError
+
+    def task_for(self, cfg: SweepConfig, cell: Cell) -> Task:
+        if self.task is None:
+            raise NotImplementedError(f"{type(self).__name__} sets no task")
+        return self.task
+
+    def grid(self, cfg: SweepConfig, cell: Cell) -> dict[str, tuple]:
+        """The axes of a cell's grid (default: the configuration's)."""
+        return dict(cfg.grid)
+
+    def data_key(self, cfg: SweepConfig, cell: Cell) -> Any:
+        """Cells with equal keys share their data (loaded once)."""
+        return json.dumps(cell, sort_keys=True)
+
+    def missing_data(self, cfg: SweepConfig, cell: Cell) -> str | None:
+        """Why a cell's data cannot be had (checked for every cell before training)."""
+        return None
+
+    def paper(self, cell: Cell) -> tuple[float, float] | None:
+        return None
+
+    def scale(self, cell: Mapping[str, Any]) -> float:
+        """Table values are the metric times this (100: percent, as the paper prints)."""
+        return self.display_scale
+
+    def notes(self, cfg: SweepConfig) -> list[str]:
+        return []
+
+    def plot(self, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
+        """Draw the experiment's figure to `path`; False when there is nothing to draw."""
+        return report.plot_against_paper(self, cells, path)
+
+    # ------------------------------------------------------------ its command line
+    def add_arguments(self, parser) -> None:
+        """Add the experiment's own flags to the shared parser."""
+
+    def base_config(self, args) -> SweepConfig:
+        """The configuration flags start from (default: the packaged TOML)."""
+        return self.default_config()
+
+    def apply_arguments(self, args, cfg: SweepConfig, error) -> SweepConfig:
+        """The experiment's own flags on top of `cfg`; `error(message)` exits with 2."""
+        return cfg
+
+    # ------------------------------------------------------------ shared machinery
+    @property
+    def label(self) -> str:
+        return self.title or self.name
+
+    def default_config(self, **changes: Any) -> SweepConfig:
+        """The packaged `configs/<name>.toml` (or the dataclass defaults), then `changes`."""
+        path = CONFIG_DIR / f"{self.name}.toml"
+        cfg = load_toml(self.Config, path) if path.exists() else self.Config()
+        return dataclasses.replace(cfg, **changes)
+
+    def plan(self, cfg: SweepConfig, cells: Sequence[Cell] | None = None) -> list[Program]:
+        """Every program of every cell, in order."""
+        cells = self.cells(cfg) if cells is None else cells
+        return [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One compiled program: a cell, a static point, its numeric grid points x seeds."""
+
+    cell: Cell
+    static: dict[str, Any]
+    grid: list[dict[str, float]]
+    ident: str  # hash of everything that decides the numbers but the epoch count
+    name: str  # cell path / static point
+    folder: Path
+
+    @property
+    def label(self) -> str:
+        return " / ".join(str(v) for v in self.cell.values())
+
+
+def grid_points(axes: Mapping[str, Sequence]) -> list[dict[str, Any]]:
+    """Cartesian product of named axes: [{name: value, ...}, ...]."""
+    names = list(axes)
+    return [dict(zip(names, combo, strict=True))
+            for combo in itertools.product(*(tuple(axes[n]) for n in names))]
+
+
+def digest(payload: Any) -> str:
+    """The 10-hex-digit hash every folder and record name uses."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:10]
+
+
+def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Program]:
+    axes = exp.grid(cfg, cell)
+    static_axes = {k: axes[k] for k in exp.static_axes if k in axes}
+    numeric = grid_points({k: v for k, v in axes.items() if k not in static_axes})
+    out = []
+    for static in grid_points(static_axes):
+        config = {k: v for k, v in cfg.identity().items() if k != "epochs"}  # resume extends
+        ident = digest({"experiment": exp.name, "cell": cell, "static": static,
+                        "grid": numeric, "config": config})
+        point = ",".join(f"{k}={v}" for k, v in static.items()) or "program"
+        cell_path = "/".join(str(v) for v in cell.values())
+        out.append(Program(cell=dict(cell), static=static, grid=numeric, ident=ident,
+                           name=f"{cell_path}/{point}",
+                           folder=cfg.checkpoint_root() / cell_path / f"{point}-{ident}"))
+    return out
+
+
+def done_key(cfg: SweepConfig, program: Program) -> dict[str, Any]:
+    """What a results record must match for its program to count as done."""
+    return {"program": program.ident, "epochs": cfg.epochs}
+
+
+# ====================================================================== before training
+
+
+class SweepRefused(RuntimeError):
+    """What the sweep refuses before any training (one line for the user)."""
+
+
+def check_outputs(cfg: SweepConfig) -> None:
+    """Every output folder a folder (or creatable) and writable; nothing is created."""
+    import os
+
+    check_output_dir(cfg.results_dir, "--results-dir")
+    check_output_dir(cfg.checkpoint_root(), "--checkpoint-dir")
+    cache = cfg.cache_dir or os.environ.get("SWAN_CACHE_DIR") or "cache"
+    check_output_dir(cache, "--cache-dir")
+
+
+def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: ResultsFile
+                  ) -> None:
+    """A program folder with checkpoints needs --resume (continue) or --overwrite."""
+    if cfg.resume or cfg.overwrite:
+        return
+    for program in programs:
+        if not results.done(done_key(cfg, program)) and any(
+                p.name.isdigit() for p in program.folder.glob("*")):
+            raise SweepRefused(
+                f"{program.folder} already holds checkpoints of {program.name}: pass "
+                f"--resume to continue it, or --overwrite to start it again")
+
+
+def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
+                    ) -> tuple[list[Cell], list[str]]:
+    """The cells whose data is there, and a line per missing data set naming its cells
+    (refused unless `skip_missing`)."""
+    missing: dict[Any, str | None] = {}
+    for cell in cells:
+        key = exp.data_key(cfg, cell)
+        if key not in missing:
+            missing[key] = exp.missing_data(cfg, cell)
+    gone = {}
+    for cell in cells:
+        reason = missing[exp.data_key(cfg, cell)]
+        if reason:
+            gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
+    lines = [f"{', '.join(names)}: {reason}" for reason, names in gone.items()]
+    if lines and not cfg.skip_missing:
+        raise SweepRefused(
+            "missing data, nothing was trained:\n  " + "\n  ".join(lines)
+            + "\nget the files above, or pass --skip-missing to run only the cells whose "
+              "data is present")
+    return [c for c in cells if not missing[exp.data_key(cfg, c)]], lines
+
+
+def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
+               todo: Sequence[Program]) -> None:
+    runs = sorted({len(p.grid) * len(cfg.seeds) for p in todo})
+    print(f"{exp.label} plan: {len(programs)} program(s), {len(programs) - len(todo)} already "
+          f"done, {len(todo)} to train; runs per program (grid points x {len(cfg.seeds)} "
+          f"seed(s)): {', '.join(map(str, runs)) or '-'}; up to {cfg.epochs} epoch(s) each",
+          flush=True)
+    for program in todo[:12]:
+        print(f"  {program.name}: {len(program.grid)} grid point(s) x {len(cfg.seeds)} "
+              f"seed(s)", flush=True)
+    if len(todo) > 12:
+        print(f"  ... and {len(todo) - 12} more", flush=True)
+
+
+# ========================================================================= training
+
+
+def train_config(exp: Experiment, cfg: SweepConfig, program: Program, on_epoch_end
+                 ) -> TrainConfig:
+    task = exp.task_for(cfg, program.cell)
+    return TrainConfig(
+        epochs=cfg.epochs, patience=cfg.patience, batch_size=cfg.batch_size,
+        optimizer=cfg.optimizer, grad_clip=cfg.grad_clip, schedule=cfg.schedule,
+        warmup_epochs=cfg.warmup_epochs, plateau_factor=cfg.plateau_factor,
+        plateau_patience=cfg.plateau_patience, loss=task.loss, metric=task.metric,
+        task_level=task.level, seeds=tuple(cfg.seeds), checkpoint_dir=str(program.folder),
+        save_checkpoints=cfg.save_checkpoints, resume=cfg.resume, max_params=exp.max_params,
+        allow_more_params=cfg.allow_more_params, on_divergence="stop_run",
+        data_parallel=cfg.data_parallel, progress=cfg.progress,
+        description=program.name, on_epoch_end=on_epoch_end)
+
+
+def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],
+                    point: Mapping[str, float]) -> int:
+    """Parameters of the model on one training graph (shapes only, nothing computed)."""
+    from swan_jax.data.batching import budget_for, iterate_batches
+
+    data = splits["train"]
+    data = getattr(data, "data", data)  # a NodeSplit's graphs
+    graph = next(iterate_batches(data, 1, budget_for(data, 1))).graph
+    hp = {k: np.float32(v) for k, v in point.items()}
+    return tree_size(jax.eval_shape(lambda: model_fn(hp).init(jax.random.PRNGKey(0), graph)))
+
+
+def check_budget(exp: Experiment, cfg: SweepConfig, program: Program, model_fn: ModelFn,
+                 splits) -> None:
+    if exp.max_params is None or cfg.allow_more_params:
+        return
+    params = parameter_count(model_fn, splits, program.grid[0])
+    if params > exp.max_params:
+        raise SweepRefused(f"{program.label} {program.static}: {params:,} parameters exceed "
+                           f"{exp.label}'s budget of {exp.max_params:,}; {exp.budget_hint}")
+
+
+def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
+                   result: TrainResult) -> dict[str, Any]:
+    seconds = [h["seconds"] for h in result.history]
+    return {
+        "program": program.ident, "epochs": cfg.epochs, "name": program.name, **program.cell,
+        "static": program.static,
+        "runs": [{**r, "hparams": {**program.static, **r["hparams"]}} for r in result.runs],
+        "metric": exp.task_for(cfg, program.cell).metric, "num_params": result.num_params,
+        "epochs_completed": result.epochs_completed,
+        "first_epoch_seconds": seconds[0] if seconds else None,
+        "seconds_per_epoch": float(np.median(seconds[1:] or seconds)) if seconds else None,
+        "train_seconds": float(sum(seconds)), "wall_time": result.wall_time,
+        "checkpoint_dir": str(program.folder), "machine": machine_info()}
+
+
+def duration(seconds: float) -> str:
+    """12 s, 3.4 min, 2.1 h, 3.0 days."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+class _Overall:
+    """One progress bar across every program (epochs), with an ETA; and a first estimate."""
+
+    def __init__(self, cfg: SweepConfig, todo: Sequence[Program]):
+        self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
+        self.bar = None
+        if cfg.progress and len(todo) > 1:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=self.total, desc="all programs", unit="epoch", position=0,
+                            dynamic_ncols=True)
+
+    def epoch(self, epoch: int, record: Mapping[str, Any]) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        left = (self.total - 2) * record["seconds"]
+        if self.done == 2 and left > 60:  # epoch 1 compiles; epoch 2 shows the cost
+            print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
+                  f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
+                  f"early stopping; the bar's ETA follows the real pace)", flush=True)
+
+    def program_done(self, epochs_run_now: int, epochs: int) -> None:
+        rest = max(epochs - epochs_run_now, 0)  # early stopping, or resumed epochs
+        self.done += rest
+        if self.bar is not None:
+            self.bar.update(rest)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _DataCache:
+    """The splits of the last data key (cells are ordered so equal keys are adjacent)."""
+
+    def __init__(self, exp: Experiment, cfg: SweepConfig):
+        self.exp, self.cfg, self.key, self.splits = exp, cfg, None, None
+
+    def get(self, cell: Cell):
+        key = self.exp.data_key(self.cfg, cell)
+        if key != self.key:
+            self.key, self.splits = key, None  # free the previous data first
+            self.splits = self.exp.load_data(self.cfg, cell)
+        return self.splits
+
+
+def train_program(exp: Experiment, cfg: SweepConfig, program: Program,
+                  splits: Mapping[str, Split] | None = None, *, on_epoch_end=None
+                  ) -> TrainResult:
+    """Train one program (fresh, resumed or, with `overwrite`, started again)."""
+    splits = exp.load_data(cfg, program.cell) if splits is None else splits
+    model_fn = exp.model_fn(cfg, program.cell, program.static)
+    check_budget(exp, cfg, program, model_fn, splits)
+    if cfg.overwrite and not cfg.resume and program.folder.exists():
+        shutil.rmtree(program.folder)
+    describe = {"experiment": {"module": type(exp).__module__,
+                               "class": type(exp).__qualname__, "name": exp.name},
+                "config": to_dict(cfg), "cell": program.cell, "static": program.static,
+                "program": program.ident}
+    return train(model_fn, splits, train_config(exp, cfg, program, on_epoch_end),
+                 program.grid, fingerprint_extra={"program": program.ident},
+                 describe=describe)
+
+
+def run_program(exp: Experiment, cfg: SweepConfig, program: Program, data: _DataCache,
+                overall: _Overall) -> dict[str, Any]:
+    """Train one program of a sweep and return its record."""
+    epochs_now = []
+
+    def on_epoch_end(epoch, record):
+        epochs_now.append(epoch)
+        overall.epoch(epoch, record)
+
+    result = train_program(exp, cfg, program, data.get(program.cell),
+                           on_epoch_end=on_epoch_end)
+    overall.program_done(len(epochs_now), cfg.epochs)
+    return program_record(exp, cfg, program, result)
+
+
+# ========================================================================= summaries
+
+
+def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping[str, Any]]
+                    ) -> list[dict[str, Any]]:
+    """Per cell (pooled axes merged): the best grid point by mean validation metric, with
+    mean / std over its seeds (and pooled cells) of validation and test metrics."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        cell = {k: rec[k] for k in exp.cell_axes if k not in exp.pooled_axes}
+        groups.setdefault(json.dumps(cell), []).append(rec)
+    out = []
+    for key, recs in groups.items():
+        cell = json.loads(key)
+        runs = [{**run, **{a: rec[a] for a in exp.pooled_axes}} for rec in recs
+                for run in rec["runs"]]
+        summary = summarise_runs(runs, metric_mode(recs[0]["metric"]))
+        best = summary["best"]
+        chosen = [r for r in runs if r["hparams"] == best["hparams"]]
+        program = next(rec for rec in recs if rec["static"] == {
+            k: best["hparams"][k] for k in rec["static"]})
+        out.append({
+            **cell, "metric": recs[0]["metric"], "best_hparams": best["hparams"],
+            **{k: best[k] for k in ("val_mean", "val_std", "test_mean", "test_std")},
+            "seeds": sorted({r["seed"] for r in chosen}),
+            "per_seed": [{k: r[k] for k in ("seed", "val_at_best", "test", "best_epoch",
+                                            "epochs_run", "diverged", *exp.pooled_axes)}
+                         for r in chosen],
+            "epochs_run": [r["epochs_run"] for r in chosen],
+            "diverged": [r["diverged"] for r in chosen],
+            "epochs_completed": max(rec["epochs_completed"] for rec in recs),
+            "params": program["num_params"], "seconds_per_epoch": program["seconds_per_epoch"],
+            "wall_time": float(sum(rec["wall_time"] for rec in recs)),
+            "grid_points": len(summary["points"]), "programs": len(recs),
+            "paper": _list_or_none(exp.paper(cell))})
+    return out
+
+
+def _list_or_none(value):
+    return None if value is None else [float(v) for v in value]
+
+
+# ============================================================================ the run
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """The cell summaries of a sweep, and the cells it did not run (`--skip-missing`)."""
+
+    cells: list[dict[str, Any]]
+    not_run: list[str]
+
+
+def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
+    """Run every program of `cfg` not yet in the results; write results, table, figure.
+
+    Raises `SweepRefused` (one line) for what it refuses before training,
+    `FileExistsError` for an existing results file.
+    """
+    check_outputs(cfg)
+    results = ResultsFile(Path(cfg.results_dir) / "results.json", overwrite=cfg.overwrite,
+                          resume=cfg.resume)
+    cells = exp.cells(cfg)
+    check_folders(cfg, exp.plan(cfg, cells), results)
+    cells, skipped = available_cells(exp, cfg, cells)
+    programs = exp.plan(cfg, cells)
+    todo = [p for p in programs if not results.done(done_key(cfg, p))]
+    for program in programs:
+        if program not in todo:
+            print(f"{program.name}: already in {results.path}, skipped (--resume)")
+    print_plan(exp, cfg, programs, todo)
+    data, overall = _DataCache(exp, cfg), _Overall(cfg, todo)
+    try:
+        for program in todo:
+            results.add(run_program(exp, cfg, program, data, overall))
+            write_outputs(exp, cfg, results, programs, skipped)
+    finally:
+        overall.close()
+    return SweepResult(write_outputs(exp, cfg, results, programs, skipped), list(skipped))
+
+
+def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
+                  programs: Sequence[Program], skipped: Sequence[str]) -> list[dict[str, Any]]:
+    """results.json (records + this plan's cell summaries), table.md, figure, config.toml."""
+    keys = [done_key(cfg, p) for p in programs]
+    mine = [r for r in results.records
+            if any(all(r.get(k) == v for k, v in key.items()) for key in keys)]
+    cells = summarise_cells(exp, cfg, mine)
+    folder = Path(cfg.results_dir)
+    save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
+                                    "config": to_dict(cfg), "cells": cells,
+                                    "records": results.records, "not_run": list(skipped)},
+                     overwrite=True)
+    write_text_atomic(folder / "table.md", report.table(exp, cfg, cells, skipped))
+    write_text_atomic(folder / "config.toml", dump_toml(cfg, exp.name))
+    if cells:
+        exp.plot(cells, folder / f"{exp.name}.png")
+    return cells

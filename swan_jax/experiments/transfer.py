@@ -1,0 +1,192 @@
+"""Graph transfer (paper Sec. "Graph Transfer", Appendices D.1 and E.2, Figure 3).
+
+A value has to travel `k` hops from a source to a target node on line, ring and
+crossed-ring graphs. Every model is `Linear(1 -> 64)` -> graph part -> `Linear(64 -> 1)`;
+the graph part is a SWAN / ADGN block of `k` Euler steps or `k` baseline layers (tanh,
+as in the authors' configuration). The protocol and grid are `configs/transfer.toml`.
+All seeds and grid points of one A_hat train as ONE vmapped program.
+
+    python -m swan_jax.experiments.transfer --topology ring --distance 10 --model swan \\
+        --epsilon 0.5 --beta 1 --adjacency sym              # one cell, one grid point
+    python -m swan_jax.experiments.transfer --all          # the paper's grid (Figure 3)
+    python -m swan_jax.experiments.transfer --all --distances 3,5 --epochs 50 \\
+        --patience 20 --train-size 200 --seeds 0,1       # a reduced CPU sweep
+
+Writes `results/transfer/results.json`, `table.md` and `transfer.png` (test MSE against
+distance); every program checkpoints each epoch and `--resume` continues it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import flax.linen as nn
+
+from swan_jax.cli import parse_positive_int_list, parse_str_list, positive_int
+from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
+from swan_jax.data.transfer import TOPOLOGIES, load_transfer
+from swan_jax.experiments import command
+from swan_jax.experiments.config import SweepConfig, select
+from swan_jax.experiments.sweep import Experiment, Task
+from swan_jax.models import BASELINE_LAYERS, LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
+
+BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
+MODELS: tuple[str, ...] = VARIANTS + BASELINES
+PAPER_MODELS: tuple[str, ...] = ("swan", "adgn", "gcn", "gin", "sage", "gat")
+PAPER_DISTANCES: tuple[int, ...] = (3, 5, 10, 50)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferConfig(SweepConfig):
+    """Transfer's own settings besides the shared ones (see `configs/transfer.toml`)."""
+
+    topologies: tuple[str, ...] | None = select(None)
+    distances: tuple[int, ...] | None = select(None)
+    models: tuple[str, ...] | None = select(None)
+    hidden: int = 64
+    sizes: tuple[int, int, int] = (1000, 100, 100)  # train, val, test graphs
+
+
+class Transfer(Experiment):
+    name, title, paper_ref = "transfer", "Graph transfer", "the paper's Figure 3"
+    Config = TransferConfig
+    cell_axes = ("topology", "distance", "model")
+    static_axes = ("adjacency",)
+    task = Task("mse", "mse", "node")
+
+    def cells(self, cfg: TransferConfig):
+        return [{"topology": t, "distance": k, "model": m} for t in cfg.topologies or ()
+                for k in cfg.distances or () for m in cfg.models or ()]
+
+    def data_key(self, cfg, cell):
+        return cell["topology"], cell["distance"]
+
+    def load_data(self, cfg: TransferConfig, cell):
+        return load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
+                             sizes=tuple(cfg.sizes), **cfg.data_options)
+
+    def grid(self, cfg: TransferConfig, cell):
+        """One program per A_hat for SWAN / ADGN (no beta without Psi); baselines: lr only."""
+        if cell["model"] in BASELINES:
+            return {"learning_rate": cfg.grid["learning_rate"]}
+        skip = {"beta"} if cell["model"] in NO_PSI_VARIANTS else set()
+        return {k: v for k, v in cfg.grid.items() if k not in skip}
+
+    def model_fn(self, cfg: TransferConfig, cell, static):
+        """hp -> Linear encoder, `distance` SWAN steps or baseline layers, Linear readout.
+
+        `SWANConfig` is built from the (traced) hyper-parameters, so grid points that
+        differ only in epsilon, gamma, beta or the learning rate share one program.
+        """
+        model, distance = cell["model"], cell["distance"]
+
+        def model_fn(hp):
+            if model in BASELINES:
+                processor = MPNNStack(model, cfg.hidden, distance, activation=nn.tanh)
+            else:
+                extra = {"beta": hp["beta"]} if "beta" in hp else {}
+                swan = SWANConfig(variant=model, adjacency=static["adjacency"],
+                                  gamma=hp["gamma"], epsilon=hp["epsilon"],
+                                  num_layers=distance, **extra)
+                processor = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
+            return Model(LinearEncoder(cfg.hidden), processor, NodeReadout((1,)))
+
+        return model_fn
+
+    def plot(self, cells, path: Path) -> bool:
+        return plot_distances(cells, path)
+
+    # ---------------------------------------------------------------- command line
+    def add_arguments(self, p) -> None:
+        p.add_argument("--all", action="store_true",
+                       help="the paper's grid: every topology, distance and model not "
+                            "narrowed by --topology / --distance / --model")
+        p.add_argument("--topology", "--topologies", dest="topologies", default=None,
+                       type=parse_str_list(TOPOLOGIES), help=f"any of {', '.join(TOPOLOGIES)}")
+        p.add_argument("--distance", "--distances", dest="distances",
+                       type=parse_positive_int_list, default=None,
+                       help="source-target hops = SWAN steps = baseline layers")
+        p.add_argument("--model", "--models", dest="models", type=parse_str_list(MODELS),
+                       default=None, help=f"any of {', '.join(MODELS)}")
+        p.add_argument("--hidden", type=positive_int, default=None)
+        p.add_argument("--train-size", type=positive_int, default=None)
+        p.add_argument("--val-size", type=positive_int, default=None)
+        p.add_argument("--test-size", type=positive_int, default=None)
+
+    def apply_arguments(self, args, cfg: TransferConfig, error) -> TransferConfig:
+        models = tuple(dict.fromkeys(tuple(args.models or ()) + tuple(args.variant or ())))
+        paper = {"topologies": TOPOLOGIES, "distances": PAPER_DISTANCES,
+                 "models": PAPER_MODELS} if args.all else {}
+        given = {"topologies": args.topologies, "distances": args.distances,
+                 "models": models or None}
+        cells = {k: given[k] or getattr(cfg, k) or paper.get(k) for k in given}
+        if not all(cells.values()):
+            error("give --topology, --distance and --model (or --variant), or --all")
+        sizes = tuple(new or old for new, old in zip(
+            (args.train_size, args.val_size, args.test_size), cfg.sizes, strict=True))
+        return dataclasses.replace(cfg, **cells, sizes=sizes, hidden=args.hidden or cfg.hidden)
+
+
+def plot_distances(cells: Sequence[dict], path: Path) -> bool:
+    """Test MSE against distance (log y), one panel per topology, one line per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
+
+    topologies = [t for t in TOPOLOGIES if any(c["topology"] == t for c in cells)]
+    if not topologies:
+        return False
+    models = list(dict.fromkeys(c["model"] for c in cells))
+    fig, axes = plt.subplots(1, len(topologies), figsize=(4.5 * len(topologies), 3.6),
+                             squeeze=False, sharey=True)
+    for ax, topology in zip(axes[0], topologies, strict=True):
+        for model in models:
+            rows = sorted((c["distance"], c["test_mean"], c["test_std"]) for c in cells
+                          if c["topology"] == topology and c["model"] == model
+                          and math.isfinite(c["test_mean"]))
+            if not rows:
+                continue
+            k, mean, std = zip(*rows, strict=True)
+            line, = ax.plot(k, mean, marker="o", label=model.upper())
+            low = [max(m - s, m * 1e-2) for m, s in zip(mean, std, strict=True)]
+            high = [m + s for m, s in zip(mean, std, strict=True)]
+            ax.fill_between(k, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+        ax.set_yscale("log")
+        ax.set_xscale("log")
+        distances = sorted({c["distance"] for c in cells})
+        ax.set_xticks(distances, [str(d) for d in distances])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_title(topology.replace("-", " ").title())
+        ax.set_xlabel("distance k (hops)")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("test MSE")
+    axes[0][-1].legend(fontsize=8, loc="best")
+    fig.suptitle("Graph transfer: test MSE vs source-target distance")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return True
+
+
+EXPERIMENT = Transfer()
+
+
+def parse_config(argv: Sequence[str] | None = None) -> TransferConfig:
+    return command.parse_config(EXPERIMENT, argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return command.main(EXPERIMENT, argv)
+
+
+if __name__ == "__main__":  # run the package's module, so run.json names an importable class
+    from swan_jax.experiments.transfer import main as package_main
+
+    sys.exit(package_main())

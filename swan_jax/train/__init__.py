@@ -1,0 +1,56 @@
+"""The one training loop every experiment uses.
+
+Runs = (grid point, seed) pairs. All runs of one call train as ONE jitted, vmapped
+program: parameters, optimiser states and numeric hyper-parameters (learning rate,
+weight decay, and the model's `beta`, `gamma`, `epsilon`, ...) carry a leading run
+axis; the batches are shared. Early stopping is per run: a run that has run out of
+patience keeps its best parameters frozen while the others go on, which gives the same
+numbers as stopping it alone. Every epoch is checkpointed with orbax; `resume=True`
+continues bit-identically (CPU, fixed seeds) from the newest checkpoint.
+
+`data_parallel=True` splits every step's graphs over all devices (`jax.sharding`: a
+one-axis mesh "batch", one padded sub-batch per device, parameters replicated); the
+loss is the masked mean over every device's rows, so the step is the single-device
+step on the same graphs. It also works across hosts after `jax.distributed.initialize()`
+(every process builds the same step and hands over only its own devices' sub-batches).
+
+Where things are (private modules, this is the public face):
+
+- `_config`: `TrainConfig`, `TrainResult`, `TrainingDiverged`, `TrainingInterrupted`.
+- `_optim`: per-run hyper-parameters (`stack_hparams`), the optimiser, schedules.
+- `_state`: `RunState`, the state of every run as one pytree; early stopping.
+- `_step`: the jitted training step and prediction (`make_train_step`).
+- `_epoch`, `_evaluate`: one epoch; metrics; divergence messages.
+- `_folder`: `run.json`, `history.jsonl` and checkpoints of a program.
+- `_splits`: graph splits, or `NodeSplit` node masks on shared graphs.
+- `_memory`, `_progress`, `_placement`: the memory check, progress bars, devices.
+- `_loop`: `train`, in named parts.
+"""
+
+from swan_jax.pytrees import tree_size as count_params
+from swan_jax.train._config import (
+    OPTIMIZERS,
+    SCHEDULES,
+    TASK_LEVELS,
+    ModelFn,
+    TrainConfig,
+    TrainingDiverged,
+    TrainingInterrupted,
+    TrainResult,
+)
+from swan_jax.train._evaluate import METRICS, metric_mode
+from swan_jax.train._folder import HISTORY_FILE, RUN_FILE, read_history
+from swan_jax.train._loop import train
+from swan_jax.train._memory import StepTooLarge, free_memory_bytes
+from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
+from swan_jax.train._splits import NodeSplit
+from swan_jax.train._state import RunState, init_runs, select_runs
+from swan_jax.train._step import make_train_step
+
+__all__ = [
+    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS", "ModelFn",
+    "NodeSplit", "RunState", "StepTooLarge", "TrainConfig", "TrainResult", "TrainingDiverged",
+    "TrainingInterrupted", "count_params", "free_memory_bytes", "init_runs", "make_train_step",
+    "make_tx", "metric_mode", "read_history", "schedule_scale", "select_runs", "stack_hparams",
+    "train",
+]

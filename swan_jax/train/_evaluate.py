@@ -1,0 +1,80 @@
+"""Host-side metrics of every run on one split, with non-finite predictions reported.
+
+A metric is `(pred [rows, T], target [rows, T']) -> float` on the real rows of a split,
+with a direction ("min" or "max") that model selection follows. Predictions that are not
+finite are not scored (scikit-learn would raise deep inside): the run is reported so the
+loop can treat it as diverged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from swan_jax.data.batching import Batch
+from swan_jax.train._placement import batch_targets
+
+MetricFn = Callable[[np.ndarray, np.ndarray], float]
+
+
+def _mse(pred, target):
+    return float(np.mean((pred - target) ** 2))
+
+
+def _official(name: str) -> MetricFn:
+    def fn(pred, target):
+        from swan_jax import metrics  # sklearn-backed, imported on first use
+
+        if name == "mae":
+            return float(metrics.mean_absolute_error(target, pred))
+        if name == "ap":
+            return float(metrics.average_precision(target, pred))
+        return float(metrics.macro_f1(target.reshape(-1), pred))
+
+    return fn
+
+
+def _roc_auc(pred, target):
+    """Binary ROC AUC (Tolokers, ...): one logit column, or two (class 1 minus class 0)."""
+    from sklearn.metrics import roc_auc_score
+
+    score = pred[:, 1] - pred[:, 0] if pred.shape[1] == 2 else pred[:, 0]
+    return float(roc_auc_score(target.reshape(-1).astype(np.int64), score))
+
+
+METRIC_FNS: dict[str, tuple[MetricFn, str]] = {
+    "mse": (_mse, "min"),
+    "log10_mse": (lambda p, t: math.log10(max(_mse(p, t), 1e-30)), "min"),
+    "mae": (_official("mae"), "min"),
+    "ap": (_official("ap"), "max"),
+    "f1": (_official("f1"), "max"),
+    "roc_auc": (_roc_auc, "max"),
+}
+METRICS = tuple(METRIC_FNS)
+
+
+def metric_mode(metric: str) -> str:
+    """"min" or "max": how the metric selects."""
+    return METRIC_FNS[metric][1]
+
+
+def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: str, *,
+             sharded: bool = False, split_mask: bool = False
+             ) -> tuple[list[float], np.ndarray]:
+    """Per run: the metric over every real row of `batches`, and whether it was finite.
+
+    Returns `(values [runs], finite [runs] bool)`; a run with a non-finite prediction gets
+    NaN and `finite` False.
+    """
+    preds, targets = [], []
+    for batch in batches:
+        target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask)
+        real = np.asarray(mask)
+        preds.append(np.asarray(predict(params, hp, batch))[:, real])
+        targets.append(np.asarray(target)[real])
+    pred, target = np.concatenate(preds, axis=1), np.concatenate(targets)
+    fn = METRIC_FNS[metric][0]
+    finite = np.asarray([np.all(np.isfinite(p)) for p in pred])
+    return [fn(pred[r], target) if finite[r] else math.nan for r in range(len(pred))], finite

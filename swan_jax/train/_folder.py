@@ -1,0 +1,120 @@
+"""A program's folder: `run.json` (what ran), `history.jsonl` (one line per epoch) and the
+epoch checkpoints (orbax, newest two kept).
+
+`run.json` describes the program in full: the training configuration, its fingerprint,
+the map from run index to (grid point, seed), and whatever the caller adds (a sweep adds
+its experiment, configuration, cell and static point), so `load_run` can rebuild a
+trained model without being told its settings. `history.jsonl` is appended after every
+checkpoint and rewritten from the checkpoint on resume, so it never runs ahead of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from swan_jax.io import json_default, write_text_atomic
+from swan_jax.train._config import TrainConfig
+from swan_jax.train._state import RunState
+
+RUN_FILE = "run.json"
+HISTORY_FILE = "history.jsonl"
+
+
+def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None) -> str:
+    """What a checkpoint must match to be resumed: config, runs, and the caller's extra."""
+    keep = cfg.identity()
+    if cfg.data_parallel:  # the device count decides which graphs share a step
+        keep["devices"] = jax.device_count()
+    blob = json.dumps({"cfg": keep, "runs": runs, "extra": extra or {}}, sort_keys=True,
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _line(record: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
+    return json.dumps({**record, **timing}, default=json_default) + "\n"
+
+
+class ProgramFolder:
+    """The files of one program under `cfg.checkpoint_dir` (all no-ops without one)."""
+
+    def __init__(self, cfg: TrainConfig, fingerprint_: str):
+        self.cfg, self.fingerprint = cfg, fingerprint_
+        self.path = None if cfg.checkpoint_dir is None else Path(cfg.checkpoint_dir)
+        self.store = None
+        if self.path is not None and cfg.save_checkpoints:
+            from swan_jax.checkpoint import CheckpointStore
+
+            self.store = CheckpointStore(self.path)
+
+    @property
+    def saves(self) -> bool:
+        return self.store is not None
+
+    def latest_epoch(self) -> int | None:
+        return None if self.store is None else self.store.latest_epoch()
+
+    def check_fresh(self) -> None:
+        """Refuse to start over a folder that already holds checkpoints."""
+        if not self.cfg.resume and self.latest_epoch() is not None:
+            raise ValueError(f"{self.path} already holds checkpoints: pass resume "
+                             f"(--resume) to continue, or choose another directory")
+
+    def restore(self, state: RunState) -> tuple[RunState, dict[str, Any]] | None:
+        """The newest checkpoint's state and metadata, when resuming and there is one."""
+        if not self.cfg.resume or self.latest_epoch() is None:
+            return None
+        device, meta = self.store.restore(state.device_part())
+        if meta["fingerprint"] != self.fingerprint:
+            raise ValueError(f"checkpoint in {self.path} belongs to another configuration "
+                             f"(fingerprint {meta['fingerprint']} != {self.fingerprint}); "
+                             f"use a fresh directory or drop --resume")
+        return state.with_parts(device, meta), meta
+
+    def describe(self, runs: Sequence[tuple[Mapping[str, Any], int]], num_params: int,
+                 extra: Mapping[str, Any] | None) -> None:
+        """Write `run.json`: the configuration, the run map and the caller's description."""
+        if self.path is None:
+            return
+        train = {**self.cfg.identity(), "epochs": self.cfg.epochs}
+        payload = {"fingerprint": self.fingerprint, "train": train, "num_params": num_params,
+                   "runs": [{"run": i, "hparams": dict(p), "seed": s}
+                            for i, (p, s) in enumerate(runs)],
+                   "description": dict(extra or {})}
+        write_text_atomic(self.path / RUN_FILE,
+                          json.dumps(payload, indent=2, default=json_default))
+
+    def save(self, epoch: int, state: RunState, meta: dict[str, Any]) -> None:
+        if self.store is not None:
+            self.store.save(epoch, state.device_part(),
+                            {**meta, **state.host_part(), "fingerprint": self.fingerprint})
+
+    def write_history(self, history: Sequence[Mapping[str, Any]],
+                      timings: Sequence[Mapping[str, Any]]) -> None:
+        """Rewrite `history.jsonl` from scratch (a fresh start, or a resume)."""
+        if self.path is not None:
+            write_text_atomic(self.path / HISTORY_FILE,
+                              "".join(_line(h, t) for h, t in zip(history, timings,
+                                                                  strict=True)))
+
+    def append_history(self, record: Mapping[str, Any], timing: Mapping[str, Any]) -> None:
+        if self.path is not None:
+            with open(self.path / HISTORY_FILE, "a") as f:
+                f.write(_line(record, timing))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def read_history(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a `history.jsonl` (a program folder, or the file itself)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / HISTORY_FILE
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

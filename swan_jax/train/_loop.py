@@ -1,0 +1,279 @@
+"""`train`: every (grid point, seed) run of one model family as one vmapped program.
+
+The call is a short sequence of named parts: `_Program` fixes what does not change
+(splits, batch budget, compiled step and prediction); `_initial_state` checks the
+parameter and memory budgets on shapes alone, then initialises the `RunState`;
+`_resume` restores the newest checkpoint; `_epoch` trains, checks divergence, evaluates
+and updates early stopping; `_after_epoch` records, checkpoints and reports;
+`_result` scores the best parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from swan_jax.data.batching import budget_for, iterate_batches
+from swan_jax.pytrees import tree_size
+from swan_jax.train import _memory
+from swan_jax.train._config import (
+    Hyper,
+    ModelFn,
+    TrainConfig,
+    TrainingDiverged,
+    TrainingInterrupted,
+    TrainResult,
+)
+from swan_jax.train._epoch import divergence_message, loss_divergence, run_epoch
+from swan_jax.train._evaluate import evaluate, metric_mode
+from swan_jax.train._folder import ProgramFolder, fingerprint
+from swan_jax.train._optim import (
+    epoch_learning_rates,
+    init_plateau,
+    stack_hparams,
+    step_plateau,
+)
+from swan_jax.train._placement import Placement
+from swan_jax.train._progress import Progress
+from swan_jax.train._splits import Split, prepare_splits
+from swan_jax.train._state import (
+    RunState,
+    epochs_run,
+    fresh_state,
+    init_runs,
+    mark_diverged,
+    record_epoch,
+)
+from swan_jax.train._step import make_predict, make_train_step
+
+
+@dataclasses.dataclass
+class _Log:
+    """The per-epoch history (deterministic values) and timings, across sessions."""
+
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    timings: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    past_wall: float = 0.0  # seconds of earlier sessions of a resumed run
+    saved_epochs: int = 0
+
+
+class _Program:
+    """What stays fixed during a training call."""
+
+    def __init__(self, model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                 grid: Sequence[Hyper]):
+        self.model_fn, self.cfg = model_fn, cfg
+        self.data, self.split_mask = prepare_splits(splits, cfg.task_level)
+        self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
+        self.mode = metric_mode(cfg.metric)
+        self.place = Placement(cfg.data_parallel)
+        self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
+        self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
+        self.budget = budget_for(list(self.data.values()), self.shard_size)
+        self.eval_batches = {
+            name: [self.place.batch(b)
+                   for b in self.place.batches(data, self.batch_size, self.budget)]
+            for name, data in self.data.items() if name != "train"}
+        self.example = jax.tree_util.tree_map(
+            jnp.asarray, next(iterate_batches(self.data["train"], self.shard_size, self.budget)))
+        self.step = make_train_step(model_fn, cfg, self.place, split_mask=self.split_mask)
+        self.predict = make_predict(model_fn, self.place)
+
+    def train_batches(self, epoch: int):
+        rng = np.random.default_rng([self.cfg.data_seed, epoch])
+        return self.place.batches(self.data["train"], self.batch_size, self.budget, rng)
+
+    def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
+        return evaluate(self.predict, params, hp, self.eval_batches[split], self.cfg.metric,
+                        self.cfg.task_level, sharded=self.place.sharded,
+                        split_mask=self.split_mask)
+
+    def diverged(self, state: RunState, bad: Mapping[int, int | None], what: str, epoch: int,
+                 folder: ProgramFolder) -> RunState:
+        """Raise `TrainingDiverged`, or (`stop_run`) stop the runs in `bad` {run: step}."""
+        if not bad:
+            return state
+        if self.cfg.on_divergence == "raise":
+            run, step = next(iter(bad.items()))
+            raise TrainingDiverged(divergence_message(
+                what, epoch, step, run, self.runs,
+                self.cfg.checkpoint_dir if folder.saves else None))
+        return mark_diverged(state, np.isin(np.arange(state.num_runs), list(bad)))
+
+
+def _capped_batch_size(cfg: TrainConfig, train_graphs: int) -> int:
+    if cfg.batch_size <= train_graphs:
+        return cfg.batch_size
+    print(f"{cfg.description}: batch size {cfg.batch_size} exceeds the {train_graphs} "
+          f"training graph(s); using {train_graphs}", flush=True)
+    return train_graphs
+
+
+def _initial_state(prog: _Program) -> tuple[RunState, int]:
+    """Budgets checked on shapes (nothing compiled yet), then every run initialised."""
+    cfg, seeds = prog.cfg, [s for _, s in prog.runs]
+    init = functools.partial(init_runs, prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    shapes = jax.eval_shape(init)
+    num_params = tree_size(shapes[0]) // len(seeds)
+    if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
+        raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
+                         f"{cfg.max_params:,}; shrink it or pass allow_more_params")
+    if cfg.check_memory:
+        step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
+                                      step_batch, split_mask=prog.split_mask)
+        _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
+                                  prog.budget)
+    params, opt_state = init()
+    prog.hp = prog.place.state(prog.hp)
+    return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
+
+
+def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState, int]:
+    """The newest checkpoint's state and its epoch count (0 and `state` without one)."""
+    restored = folder.restore(state)
+    if restored is None:
+        return state, 0
+    state, meta = restored
+    log.history, log.past_wall = meta["history"], meta.get("wall_time", 0.0)
+    log.timings = meta.get("timings", [{} for _ in log.history])
+    log.saved_epochs = meta["epoch"]
+    print(f"{folder.cfg.description}: resuming after epoch {meta['epoch']} of "
+          f"{folder.cfg.epochs} from {folder.path}", flush=True)
+    return state, meta["epoch"]
+
+
+def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
+           progress: Progress, steps: int | None):
+    """Train one epoch, stop diverged runs, evaluate, update early stopping and plateau."""
+    cfg, started = prog.cfg, time.perf_counter()
+    rates = epoch_learning_rates(cfg, prog.hp, state.plateau, epoch)
+    hp = prog.hp if rates is None else {**prog.hp, "learning_rate": rates}
+    batches = progress.steps(prog.train_batches(epoch), epoch, steps)
+    state, losses = run_epoch(prog.step, state, hp, batches, prog.place.batch)
+    state = prog.diverged(state, loss_divergence(losses, state),
+                          "training loss or gradient", epoch, folder)
+    trained = time.perf_counter()
+    scores = {}
+    for split in [s for s in ("val", "test") if s in prog.eval_batches
+                  and (s == "val" or cfg.track_test)]:
+        scores[split], finite = prog.evaluate(state.params, hp, split)
+        bad = {r: None for r in np.flatnonzero(~finite & ~state.stopped)}
+        state = prog.diverged(state, bad, f"predictions on the {split} split", epoch, folder)
+    active = ~state.stopped
+    state = record_epoch(state, scores["val"], epoch, prog.mode, cfg.patience)
+    if state.plateau is not None:
+        state = dataclasses.replace(state, plateau=step_plateau(
+            cfg, state.plateau, np.asarray(scores["val"]), active, prog.mode))
+    record = {"epoch": epoch,
+              "train_loss": [float(np.mean(losses[:, r])) for r in range(state.num_runs)],
+              "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
+              "lr": np.asarray(hp["learning_rate"], np.float64).tolist(),
+              "seconds": time.perf_counter() - started}
+    timing = {"train_seconds": trained - started,
+              "eval_seconds": time.perf_counter() - trained, "steps": len(losses)}
+    return state, record, timing
+
+
+def _after_epoch(prog: _Program, state: RunState, record, timing, log: _Log,
+                 folder: ProgramFolder, progress: Progress, started: float) -> None:
+    """Record the epoch, call the user's hook, checkpoint it, report it."""
+    log.history.append(record)
+    log.timings.append(timing)
+    if prog.cfg.on_epoch_end is not None:
+        prog.cfg.on_epoch_end(record["epoch"], record)
+    epoch = record["epoch"] + 1
+    folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
+                               "wall_time": log.past_wall + time.perf_counter() - started})
+    if folder.saves:
+        log.saved_epochs = epoch
+    folder.append_history(record, timing)
+    progress.epoch_done(record, state)
+
+
+def _result(prog: _Program, state: RunState, log: _Log, num_params: int,
+            started: float) -> TrainResult:
+    """Per run: best validation metric and epoch, validation and test at the best params."""
+    n = state.num_runs
+    test = (prog.evaluate(state.best_params, prog.hp, "test")[0] if "test" in prog.eval_batches
+            else [math.nan] * n)
+    val_best = prog.evaluate(state.best_params, prog.hp, "val")[0]
+    ran = epochs_run(state, len(log.history))
+    records = [{"seed": seed, "hparams": point, "best_val": float(state.best_metric[r]),
+                "val_at_best": val_best[r], "best_epoch": int(state.best_epoch[r]),
+                "test": test[r], "diverged": bool(state.diverged[r]), "epochs_run": ran[r]}
+               for r, (point, seed) in enumerate(prog.runs)]
+    return TrainResult(runs=records, history=log.history, num_params=num_params,
+                       wall_time=log.past_wall + time.perf_counter() - started,
+                       epochs_completed=len(log.history), best_params=state.best_params,
+                       timings=log.timings)
+
+
+def train(
+    model_fn: ModelFn,
+    splits: Mapping[str, Split],
+    cfg: TrainConfig,
+    grid: Sequence[Hyper] = ({},),
+    *,
+    fingerprint_extra: Mapping[str, Any] | None = None,
+    describe: Mapping[str, Any] | None = None,
+) -> TrainResult:
+    """Train every (grid point, seed) run of one model family as one vmapped program.
+
+    Args:
+      model_fn: hyper-parameters (numeric values of one grid point, possibly traced)
+        -> Flax module mapping a padded `GraphsTuple` to predictions `[rows, T]`
+        (node rows or graph rows, per `cfg.task_level`).
+      splits: "train", "val" and optionally "test": `GraphDataset`s, or `NodeSplit`s
+        (the nodes of each split on shared graphs).
+      cfg: the `TrainConfig`.
+      grid: numeric hyper-parameters per grid point; all points share array shapes.
+        `learning_rate`, `weight_decay` and `grad_clip` here override `cfg`'s.
+      fingerprint_extra: anything else that identifies the run (checked on resume).
+      describe: JSON-able description written to the folder's `run.json` (how to
+        rebuild the model: a sweep stores its experiment, configuration and cell).
+
+    Returns:
+      `TrainResult` with, per run, the best validation metric, its epoch, the test
+      metric at the best parameters, and the number of epochs run.
+
+    Raises:
+      TrainingDiverged: a run's loss, gradient or predictions became non-finite
+        (`on_divergence="raise"`). TrainingInterrupted: Ctrl-C; says which epochs are
+        checkpointed. StepTooLarge: the step's estimated memory exceeds free memory.
+    """
+    started = time.perf_counter()
+    prog = _Program(model_fn, splits, cfg, grid)
+    folder = ProgramFolder(cfg, fingerprint(cfg, prog.runs, fingerprint_extra))
+    folder.check_fresh()
+    state, num_params = _initial_state(prog)
+    log = _Log()
+    state, start_epoch = _resume(folder, state, log)
+    folder.describe(prog.runs, num_params, describe)
+    folder.write_history(log.history, log.timings)
+    state = dataclasses.replace(state, **prog.place.state(state.device_part()))
+    progress = Progress(cfg, start_epoch)
+    try:
+        steps = (sum(1 for _ in prog.train_batches(start_epoch))
+                 if progress.enabled else None)  # the first epoch's bar gets a total
+        for epoch in range(start_epoch, cfg.epochs):
+            if state.stopped.all():
+                break
+            state, record, timing = _epoch(prog, state, epoch, folder, progress, steps)
+            _after_epoch(prog, state, record, timing, log, folder, progress, started)
+            steps = timing["steps"]
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(log.saved_epochs,
+                                  cfg.checkpoint_dir if folder.saves else None) from None
+    finally:
+        progress.close()
+        folder.close()
+    return _result(prog, state, log, num_params, started)

@@ -1,0 +1,102 @@
+"""Per-run hyper-parameters and the optimiser built from them (traced, so vmapped).
+
+The learning rate of epoch `e` is `hp["learning_rate"] * schedule(e) * plateau scale`:
+the schedule is evaluated on the host once per epoch (LRGB and GraphGPS step their
+schedulers per epoch), the plateau scale is an `optax.contrib.reduce_on_plateau` state per
+run, driven by the validation metric. Both reach the step as a traced `[runs]` learning
+rate, so a grid of learning rates still trains as one program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from swan_jax.train._config import Hyper, TrainConfig
+
+Array = jax.Array
+
+
+def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
+    """Runs `[(grid point, seed), ...]` and their numeric hyper-parameters `{name: [runs]}`
+    (learning rate and weight decay default to `cfg`'s, `grad_clip` too when set)."""
+    keys = sorted({k for point in grid for k in point})
+    for i, point in enumerate(grid):
+        missing = [k for k in keys if k not in point]
+        if missing:
+            raise ValueError(f"grid point {i} lacks {missing}: every point needs the same keys")
+    runs = [(dict(point), seed) for point in grid for seed in seeds]
+    hp = {k: np.asarray([float(p[k]) for p, _ in runs], np.float32) for k in keys}
+    hp.setdefault("learning_rate", np.full(len(runs), cfg.learning_rate, np.float32))
+    hp.setdefault("weight_decay", np.full(len(runs), cfg.weight_decay, np.float32))
+    if cfg.grad_clip is not None:
+        hp.setdefault("grad_clip", np.full(len(runs), cfg.grad_clip, np.float32))
+    return runs, {k: jnp.asarray(v) for k, v in hp.items()}
+
+
+def make_tx(cfg: TrainConfig, hp: Hyper) -> optax.GradientTransformation:
+    """The optimiser of one run (its `hp` may be traced)."""
+    if cfg.optimizer == "adamw":
+        tx = optax.adamw(hp["learning_rate"], weight_decay=hp["weight_decay"])
+    else:  # Adam with L2 weight decay added to the gradient (PyTorch's Adam(weight_decay=...))
+        tx = optax.chain(optax.add_decayed_weights(hp["weight_decay"]),
+                         optax.adam(hp["learning_rate"]))
+    if "grad_clip" in hp:
+        tx = optax.chain(optax.clip_by_global_norm(hp["grad_clip"]), tx)
+    return tx
+
+
+def schedule_scale(cfg: TrainConfig, epoch: int) -> float:
+    """The schedule's learning-rate multiplier for `epoch` (plateau scaling aside)."""
+    if cfg.schedule != "cosine":
+        return 1.0
+    warm = cfg.warmup_epochs
+    fn = optax.warmup_cosine_decay_schedule(init_value=1.0 / (warm + 1), peak_value=1.0,
+                                            warmup_steps=warm, decay_steps=cfg.epochs)
+    return float(fn(epoch))
+
+
+def plateau(cfg: TrainConfig) -> optax.GradientTransformationExtraArgs:
+    """Reduce-on-plateau on the validation metric (an absolute threshold, so the sign
+    flip that turns a maximised metric into a minimised value keeps its meaning)."""
+    return optax.contrib.reduce_on_plateau(
+        factor=cfg.plateau_factor, patience=cfg.plateau_patience, rtol=0.0,
+        atol=cfg.plateau_threshold, min_scale=cfg.min_lr_scale)
+
+
+def init_plateau(cfg: TrainConfig, num_runs: int):
+    """One plateau state per run (leading `[runs]` axis), or None without the schedule."""
+    if cfg.schedule != "plateau":
+        return None
+    one = plateau(cfg).init(jnp.zeros((), jnp.float32))
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (num_runs,) + x.shape), one)
+
+
+def step_plateau(cfg: TrainConfig, state, metric: np.ndarray, active: np.ndarray, mode: str):
+    """Feed each active run's validation metric to its plateau state."""
+    value = jnp.asarray(metric if mode == "min" else -np.asarray(metric), jnp.float32)
+    tx = plateau(cfg)
+
+    def one(s, v):
+        return tx.update(jnp.zeros(()), s, value=v)[1]
+
+    new = jax.vmap(one)(state, jnp.where(jnp.isfinite(value), value, jnp.inf))
+    keep = jnp.asarray(active)
+    return jax.tree_util.tree_map(
+        lambda a, b: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, state)
+
+
+def epoch_learning_rates(cfg: TrainConfig, hp: Mapping[str, Array], plateau_state,
+                         epoch: int) -> Array | None:
+    """Per-run learning rates of `epoch`, or None when they are the constant `hp` ones."""
+    scale = schedule_scale(cfg, epoch)
+    if plateau_state is None and scale == 1.0:
+        return None
+    rates = hp["learning_rate"] * jnp.float32(scale)
+    if plateau_state is not None:
+        rates = rates * plateau_state.scale
+    return rates

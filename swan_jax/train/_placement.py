@@ -1,0 +1,69 @@
+"""Where arrays live (one device, or a `batch` mesh over every device), and which rows of a
+batch are scored (targets and their mask)."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import jraph
+import numpy as np
+
+from swan_jax.data.batching import Batch, iterate_batches, iterate_sharded_batches
+from swan_jax.data.dataset import GraphDataset
+
+
+def flatten_shards(x):
+    """`[D, R, ...] -> [D * R, ...]`: the rows of every device's sub-batch, in order."""
+    return x.reshape((-1,) + x.shape[2:])
+
+
+def batch_targets(batch: Batch, level: str, *, sharded: bool = False,
+                  split_mask: bool = False):
+    """`(target [R, T], mask [R])` of the rows a loss or metric scores.
+
+    With `split_mask` (node splits on shared graphs, see `_splits`), the targets' last
+    column is the split's node mask: it is cut off and joins the padding mask.
+    """
+    target, mask = ((batch.node_targets, batch.node_mask) if level == "node"
+                    else (batch.graph_targets, batch.graph_mask))
+    if sharded:
+        target, mask = flatten_shards(target), flatten_shards(mask)
+    if split_mask:
+        mask = mask & (target[..., -1] > 0)
+        target = target[..., :-1]
+    return target, mask
+
+
+class Placement:
+    """One device, or `data_parallel`: one padded sub-batch per device, parameters
+    replicated (works across hosts after `jax.distributed.initialize()`)."""
+
+    def __init__(self, data_parallel: bool):
+        self.sharded = data_parallel
+        self.num_shards = jax.device_count() if data_parallel else 1
+        if data_parallel:
+            mesh = jax.sharding.Mesh(np.asarray(jax.devices()), ("batch",))
+            self.replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+            self.split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+
+    def batches(self, data: GraphDataset, batch_size: int, budget, rng=None):
+        if not self.sharded:
+            return iterate_batches(data, batch_size, budget, rng)
+        return iterate_sharded_batches(data, batch_size, budget, self.num_shards, rng)
+
+    def batch(self, batch: Batch) -> Batch:
+        if not self.sharded:
+            return jax.tree_util.tree_map(jnp.asarray, batch)
+        # Each process materialises only its own devices' sub-batches (multi-host safe).
+        return jax.tree_util.tree_map(
+            lambda a: jax.make_array_from_callback(a.shape, self.split, lambda i: a[i]), batch)
+
+    def state(self, tree):
+        return tree if not self.sharded else jax.device_put(tree, self.replicated)
+
+    def apply(self, module: nn.Module, params, graph: jraph.GraphsTuple):
+        """Predictions `[rows, T]`; sharded: every sub-batch's rows, device by device."""
+        if not self.sharded:
+            return module.apply(params, graph)
+        return flatten_shards(jax.vmap(module.apply, in_axes=(None, 0))(params, graph))

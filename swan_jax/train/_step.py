@@ -1,0 +1,55 @@
+"""The two jitted programs of a training call: one optimiser step and one prediction, both
+over every run at once (`jax.vmap` over the leading `[runs]` axis; the batch is shared)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from swan_jax.data.batching import Batch
+from swan_jax.losses import get_loss
+from swan_jax.train._config import ModelFn, TrainConfig
+from swan_jax.train._optim import make_tx
+from swan_jax.train._placement import Placement, batch_targets
+
+
+def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None = None, *,
+                    split_mask: bool = False):
+    """The jitted step of every run at once (what `train` runs; the benchmarks time it).
+
+    `(params, opt_state, hp, batch, active) -> (params, opt_state, loss)`, all but `batch`
+    with a leading `[runs]` axis; `params` and `opt_state` are donated. A stopped run
+    (`active` False) or a non-finite loss or gradient leaves that run's state unchanged;
+    the loss comes back NaN for a non-finite step. `hp["learning_rate"]` may change from
+    call to call (schedules): it is an argument, not a constant.
+    """
+    place = Placement(cfg.data_parallel) if place is None else place
+    loss_fn = get_loss(cfg.loss)
+
+    def step_one(p, o, h, batch: Batch, active):
+        def objective(q):
+            pred = place.apply(model_fn(h), q, batch.graph)
+            target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
+                                         split_mask=split_mask)
+            return loss_fn(pred, target, mask)
+
+        loss, grads = jax.value_and_grad(objective)(p)
+        finite = jnp.isfinite(loss) & jnp.all(jnp.asarray(
+            [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
+        updates, new_o = make_tx(cfg, h).update(grads, o, p)
+        new_p = optax.apply_updates(p, updates)
+        keep = active & finite  # stopped runs and non-finite steps leave the state as it was
+        new_p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_p, p)
+        new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
+        return new_p, new_o, jnp.where(finite, loss, jnp.nan)
+
+    return jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)), donate_argnums=(0, 1))
+
+
+def make_predict(model_fn: ModelFn, place: Placement):
+    """Jitted `(params [runs], hp [runs], batch) -> predictions [runs, rows, T]`."""
+    def predict_one(p, h, batch: Batch):
+        return place.apply(model_fn(h), p, batch.graph)
+
+    return jax.jit(jax.vmap(predict_one, in_axes=(0, 0, None)))

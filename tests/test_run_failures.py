@@ -1,0 +1,161 @@
+"""Failures a user can cause in a run end as one line and a non-zero exit, before any
+compute is spent where that is possible, with nothing half-written (issue 14).
+
+Each test runs an experiment's `main` as the command line would; tests/BAD_INPUTS.md,
+section 9, lists the messages.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from swan_jax.experiments import graphprop, lrgb, sweep, transfer
+from tests.test_lrgb_experiment import write_peptides
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULES = {"transfer": transfer, "graphprop": graphprop, "lrgb": lrgb}
+VALID = {"transfer": ["--topology", "ring", "--distance", "3", "--model", "swan"],
+         "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"]}
+TINY_TRANSFER = ["--topology", "line", "--distance", "3", "--model", "swan", "--epochs", "3",
+                 "--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
+                 "--beta", "1", "--adjacency", "sym", "--seeds", "0,1", "--no-progress"]
+
+
+def exits(main, argv) -> SystemExit:
+    with pytest.raises(SystemExit) as err:
+        main(argv)
+    return err.value
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("flag", ["--results-dir", "--checkpoint-dir", "--cache-dir"])
+def test_an_output_path_that_is_a_file_is_refused_before_anything_runs(name, flag, tmp_path):
+    blocker = tmp_path / "taken"
+    blocker.write_text("keep me")
+    target = blocker if flag != "--cache-dir" else blocker / "sub"
+    argv = [*VALID[name], "--results-dir", str(tmp_path / "res"), flag, str(target)]
+    err = exits(MODULES[name].main, argv)
+    where = "is a file" if target == blocker else f"cannot be created: {blocker} is a file"
+    assert str(err.code) == f"{flag} {target} {where}, not a folder; choose another path"
+    assert blocker.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing written
+
+
+def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
+        tmp_path, monkeypatch, capsys):
+    from swan_jax.train import _loop
+
+    real_epoch, calls = _loop.run_epoch, []
+
+    def interrupted_in_the_second_epoch(step, state, hp, batches, to_device):
+        calls.append(1)
+        if len(calls) == 2:
+            def ctrl_c():
+                raise KeyboardInterrupt
+                yield
+            batches = ctrl_c()
+        return real_epoch(step, state, hp, batches, to_device)
+
+    monkeypatch.setattr(_loop, "run_epoch", interrupted_in_the_second_epoch)
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    capsys.readouterr()
+    assert exits(transfer.main, argv).code == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    folder = next((tmp_path / "res" / "checkpoints" / "line" / "3" / "swan").iterdir())
+    assert f"interrupted: 1 epoch(s) of the running program are safely checkpointed in " \
+           f"{folder}" in err
+    command = re.search(r"resume with: (.*)", err).group(1)
+    assert command == shlex.join(["python", "-m", "swan_jax.experiments.transfer", *argv,
+                                  "--resume"])
+    monkeypatch.setattr(_loop, "run_epoch", real_epoch)
+    assert transfer.main(shlex.split(command)[3:]) == 0
+    assert "resuming after epoch 1 of 3" in capsys.readouterr().out
+    [record] = json.loads((tmp_path / "res" / "results.json").read_text())["records"]
+    assert record["epochs_completed"] == 3
+
+
+def test_a_step_too_large_for_free_memory_is_refused_naming_a_batch_that_fits(
+        tmp_path, monkeypatch):
+    from swan_jax.train import _memory
+
+    monkeypatch.setattr(_memory, "free_memory_bytes", lambda: 50_000)
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    err = exits(transfer.main, argv)
+    assert re.fullmatch(r"a training step needs about [\d.]+ GiB \(batch budget .*, "
+                        r"--batch-size 8\) but only 0\.0 GiB are free; --batch-size \d should "
+                        r"fit", str(err.code))
+    assert not (tmp_path / "res" / "results.json").exists()
+
+
+def _peptides(tmp_path: Path, bad_row: bool = False) -> Path:
+    data = write_peptides(tmp_path / "data")
+    if bad_row:
+        csv = data / "peptides-functional" / "peptide_multi_class_dataset.csv.gz"
+        with gzip.open(csv, "rt") as f:
+            lines = f.read().splitlines()
+        lines[3] = lines[3].replace("c1ccccc1", "c1cc")  # an unclosed ring: not a molecule
+        with gzip.open(csv, "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    return data
+
+
+def _lrgb_argv(tmp_path: Path, data: Path) -> list[str]:
+    return ["--dataset", "peptides-func", "--variant", "swan", "--data-dir", str(data),
+            "--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "res"),
+            "--no-download", "--no-progress", "--epochs", "1", "--hidden", "8", "--layers",
+            "2", "--batch-size", "4", "--seeds", "0"]
+
+
+class Reached(Exception):
+    pass
+
+
+def test_data_errors_are_one_line_naming_file_row_and_flag(tmp_path, monkeypatch):
+    data = _peptides(tmp_path, bad_row=True)
+    argv = _lrgb_argv(tmp_path, data)
+    # Our synthetic files are not the official release: the md5 check names its flag.
+    err = exits(lrgb.main, argv)
+    assert re.fullmatch(r"LRGB data error: \S+peptide_multi_class_dataset\.csv\.gz has md5 "
+                        r"\w+, expected \w+ \(the official release\)[:.] .*--no-verify-md5.*",
+                        str(err.code))
+    # A malformed row: file, row, and the flag that skips such rows.
+    err = exits(lrgb.main, [*argv, "--no-verify-md5"])
+    assert re.fullmatch(r"LRGB data error: \S+peptide_multi_class_dataset\.csv\.gz: row 2 "
+                        r"\(line 4, identifier id2\): .*'c1cc'.* "
+                        r"\(pass --skip-bad-rows to skip such rows\)", str(err.code))
+    assert not (tmp_path / "res" / "results.json").exists()
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(sweep, "train", reached)  # the flag gets the data loaded
+    with pytest.warns(UserWarning, match="skipped 1 malformed row"), pytest.raises(Reached):
+        lrgb.main([*argv, "--no-verify-md5", "--skip-bad-rows"])
+
+
+README_CELL = re.compile(r"^python -m swan_jax\.experiments\.(\w+) (.*)$")
+
+
+def test_the_readmes_one_cell_examples_train_one_program_of_one_grid_point():
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- one-cell examples -->")[1].split("```")[1]
+    lines = block.replace("\\\n", " ").splitlines()
+    commands = [" ".join(line.split()) for line in lines if line.startswith("python -m")]
+    assert [README_CELL.match(c).group(1) for c in commands] == ["lrgb", "transfer",
+                                                                 "graphprop"]
+    for command in commands:
+        name, args = README_CELL.match(command).groups()
+        module = MODULES[name]
+        cfg = module.parse_config(shlex.split(args))
+        programs = module.EXPERIMENT.plan(cfg)
+        assert len(programs) == 1, (command, [p.name for p in programs])
+        assert len(programs[0].grid) == 1, (command, programs[0].grid)
