@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,chem,cuda12
 endif
 
-.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves clean
+.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves results clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ reproduce-graphprop: install
 RESULTS ?= results
 curves: install
 	$(PY) -m swan_jax.experiments.curves $(RESULTS)
+
+# RESULTS.md (and reproductions/figures/) from the committed reproductions/ only. Add a
+# finished or partial run first: python -m swan_jax.experiments.results collect results/transfer
+results: install
+	$(PY) -m swan_jax.experiments.results render
 
 clean:
 	rm -rf $(VENV) .pytest_cache

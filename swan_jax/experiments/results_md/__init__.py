@@ -1,0 +1,17 @@
+"""RESULTS.md from committed, small result files (`reproductions/`).
+
+- `collect`: copy a results folder's small files into `reproductions/<run>/`, refusing to
+  replace a committed run with a smaller one;
+- `render`: RESULTS.md and its figures from `reproductions/` only;
+- `store`: the folder's layout and reading it; `protocol`: what a run ran and where it
+  departs from the paper; `compare`: formatting and verdicts; `blocks`, `sections`,
+  `realworld`, `figures`: the document's parts.
+
+The command is `python -m swan_jax.experiments.results` (`make results`).
+"""
+
+from swan_jax.experiments.results_md.collect import CollectRefused, collect
+from swan_jax.experiments.results_md.render import render
+from swan_jax.experiments.results_md.store import ReproductionsError
+
+__all__ = ["CollectRefused", "ReproductionsError", "collect", "render"]

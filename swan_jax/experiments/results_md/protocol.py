@@ -1,0 +1,170 @@
+"""The protocol a collected run actually ran, how big it is, and where it departs from the
+paper's (`paper_values.json`, key `protocol` of each experiment).
+
+Everything is read from the run's resolved configuration (`results.json` -> `config`),
+its records and `collected.json`; the only defaults used are the graph-property data
+module's split sizes (`swan_jax.data.graphprop`), which a configuration leaves implicit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from swan_jax.experiments.results_md.store import current_records
+from swan_jax.experiments.sweep import duration
+
+
+def split_sizes(config: Mapping[str, Any]) -> list[int] | None:
+    """Graphs per split (train, val, test) when the configuration decides them."""
+    if config.get("sizes"):
+        return [int(v) for v in config["sizes"]]
+    if "per_size" in config or "node_counts" in config:
+        from swan_jax.data.graphprop import DEFAULT_NODES, DEFAULT_PER_SIZE, SPLITS
+
+        per_size = config.get("per_size") or [DEFAULT_PER_SIZE[s] for s in SPLITS]
+        counts = ([len(config["node_counts"])] * 3 if config.get("node_counts")
+                  else [len(DEFAULT_NODES[s]) for s in SPLITS])
+        return [int(p) * int(c) for p, c in zip(per_size, counts, strict=True)]
+    return None
+
+
+def data_size(config: Mapping[str, Any]) -> float:
+    """A number that grows with the data a configuration trains on (inf: all of it)."""
+    sizes = split_sizes(config)
+    if sizes is not None:
+        return float(sum(sizes))
+    return math.inf if config.get("limit") is None else float(config["limit"])
+
+
+def grid_points(config: Mapping[str, Any]) -> int:
+    """Points of the configured grid (the product of its axes' lengths)."""
+    return math.prod(len(v) if isinstance(v, list | tuple) else 1
+                     for v in (config.get("grid") or {}).values())
+
+
+def _unlimited(value: Any) -> float:
+    return math.inf if value is None else float(value)
+
+
+def protocol_measures(results: Mapping[str, Any]) -> dict[str, float]:
+    """What `collect` compares before replacing a run: each grows with the protocol."""
+    config = results.get("config") or {}
+    cells = [c for c in results.get("cells") or [] if "test_mean" in c]
+    return {"epochs": _unlimited(config.get("epochs")),
+            "patience": _unlimited(config.get("patience")),
+            "seeds": float(len(config.get("seeds") or [])),
+            "data": data_size(config),
+            "grid points": float(grid_points(config)),
+            "finished cells": float(len(cells)),
+            "finished programs": float(len(current_records(results)))}
+
+
+def smaller_measures(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[str]:
+    """Each measure in which `new` results are smaller than `old`, as "name a < b"."""
+    a, b = protocol_measures(new), protocol_measures(old)
+    return [f"{name} {_show(a[name])} < {_show(b[name])}" for name in a if a[name] < b[name]]
+
+
+def _show(value: float) -> str:
+    return "unlimited" if math.isinf(value) else f"{value:g}"
+
+
+# ================================================================ against the paper
+
+
+def _values(values: Any) -> list:
+    return list(values) if isinstance(values, list | tuple) else [values]
+
+
+def _fmt_set(values: Sequence) -> str:
+    return "{" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "}"
+
+
+def grid_departures(grid: Mapping[str, Any], paper_grid: Mapping[str, Any]) -> list[str]:
+    """Per axis: a sub-grid of the paper's, values outside it, or an axis it lacks."""
+    out = []
+    for axis, paper_values in paper_grid.items():
+        ours = _values(grid.get(axis, []))
+        if not ours:
+            continue
+        outside = [v for v in ours if v not in paper_values]
+        if outside:
+            out.append(f"{axis} {_fmt_set(outside)} outside the paper's {_fmt_set(paper_values)}")
+        elif len(ours) < len(paper_values):
+            out.append(f"{axis} {_fmt_set(ours)} of the paper's {_fmt_set(paper_values)}")
+    out += [f"{axis} {_fmt_set(_values(v))} (not in the paper's grid)" for axis, v in
+            grid.items() if axis not in paper_grid and len(_values(v)) > 1]
+    return out
+
+
+def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(short, long) per departure of `config` from the paper's `protocol`."""
+    out: list[tuple[str, str]] = []
+    sizes, paper_sizes = split_sizes(config), paper.get("data")
+    if isinstance(paper_sizes, list) and sizes is not None and sizes != paper_sizes:
+        out.append((f"data {'/'.join(map(str, sizes))}",
+                    f"data {'/'.join(map(str, sizes))} train/val/test graphs (paper "
+                    f"{'/'.join(map(str, paper_sizes))})"))
+    if config.get("limit") is not None:
+        out.append((f"first {config['limit']} graphs",
+                    f"only the first {config['limit']} raw rows / graphs per split (paper: "
+                    f"the full data)"))
+    for key, label in (("epochs", "epochs"), ("patience", "patience")):
+        if key in paper and config.get(key) != paper[key]:
+            ours = "none" if config.get(key) is None else config.get(key)
+            theirs = "none" if paper[key] is None else paper[key]
+            out.append((f"{label} {ours}", f"{label} {ours} (paper {theirs})"))
+    seeds = len(config.get("seeds") or [])
+    if "seeds" in paper and seeds != paper["seeds"]:
+        out.append((f"{seeds} seed(s)", f"{seeds} seed(s) (paper {paper['seeds']})"))
+    for key in ("optimizer", "batch_size", "hidden"):
+        if key in paper and key in config and config[key] != paper[key]:
+            out.append((f"{key} {config[key]}", f"{key} {config[key]} (paper {paper[key]})"))
+    grid = grid_departures(config.get("grid") or {}, paper.get("grid") or {})
+    if grid:
+        out.append((f"grid {grid_points(config)} of {grid_points(paper)} points",
+                    "grid: " + "; ".join(grid)))
+    if config.get("solver", "euler") != "euler":
+        out.append((f"solver {config['solver']}", f"solver {config['solver']} (paper: "
+                                                   f"explicit Euler layers)"))
+    for key in ("variant", "data_variant"):
+        if config.get(key) not in (None, "paper"):
+            out.append((f"data {config[key]}", f"data variant {config[key]} (paper: the "
+                                                f"data as the paper describes it)"))
+    options = config.get("data_options") or {}
+    if options:
+        shown = ", ".join(f"{k}={v}" for k, v in options.items())
+        out.append((shown, f"data options {shown}"))
+    return out
+
+
+# =================================================================== the block
+
+
+def machine_line(machine: Mapping[str, Any]) -> str:
+    """The device and host of a run, as the records name them."""
+    parts = [str(machine.get("device", "unknown device"))]
+    for key in ("device_kind", "device_count", "cpu_count"):
+        if machine.get(key) is not None:
+            parts.append(f"{key.replace('_', ' ')} {machine[key]}")
+    host = machine.get("machine") or machine.get("platform")
+    if machine.get("processor"):
+        host = f"{host}, {machine['processor']}"
+    return ", ".join(parts) + (f" on {host}" if host else "") + (
+        f"; jax {machine['jax']}" if machine.get("jax") else "")
+
+
+def grid_line(config: Mapping[str, Any]) -> str:
+    grid = config.get("grid") or {}
+    axes = [f"{axis} {_fmt_set(_values(v))}" for axis, v in grid.items()]
+    return " x ".join(axes) + f" ({grid_points(config)} point(s))" if axes else "none"
+
+
+def wall_line(records: Sequence[Mapping[str, Any]]) -> str:
+    total = sum(float(r.get("wall_time") or 0.0) for r in records)
+    dates = sorted(str((r.get("machine") or {}).get("date", "")) for r in records)
+    dates = [d for d in dates if d]
+    span = f", finished {dates[0]} to {dates[-1]}" if dates else ""
+    return f"{duration(total)} summed over {len(records)} finished program(s){span}"

@@ -1,0 +1,145 @@
+"""The committed `reproductions/` folder: what one collected run holds, and reading it.
+
+    reproductions/
+      paper_values.json              the paper's numbers and protocols (the references)
+      transfer/authors_figure_values.json
+      <run>/results.json             a sweep's results, copied verbatim
+      <run>/config.toml              its resolved configuration, copied verbatim
+      <run>/collected.json           where it came from, per-program timings, notes
+      <run>/history.json             per-epoch curves of chosen runs (optional)
+      figures/*.png                  drawn by `render`
+
+A run folder is named after its experiment (`transfer`), or anything else given to
+`collect --as` (`lrgb-peptides-cpu`); `results.json` says which experiment it holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+PAPER_FILE = "paper_values.json"
+RESULTS_FILE = "results.json"
+CONFIG_FILE = "config.toml"
+COLLECTED_FILE = "collected.json"
+HISTORY_FILE = "history.json"
+FIGURES = "figures"
+RESERVED = {FIGURES}  # folders under reproductions/ that are not runs
+# Keys of a sweep record that are not cell axes (sweep.program_record).
+RECORD_KEYS = {"program", "epochs", "name", "static", "runs", "metric", "num_params",
+               "epochs_completed", "first_epoch_seconds", "seconds_per_epoch",
+               "train_seconds", "wall_time", "checkpoint_dir", "machine"}
+
+
+def cell_axes(record: Mapping[str, Any]) -> list[str]:
+    """The cell axes of a sweep record (every key a record has besides its own)."""
+    return [k for k in record if k not in RECORD_KEYS]
+
+
+def current_records(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Records of this configuration: its epoch cap, and a cell that is summarised (a
+    results file keeps the records of earlier, different runs in the same folder)."""
+    epochs = (results.get("config") or {}).get("epochs")
+    cells = results.get("cells") or []
+    return [r for r in results.get("records") or [] if r.get("epochs") == epochs
+            and any(all(c.get(a) == r[a] for a in cell_axes(r) if a in c) for c in cells)]
+
+
+class ReproductionsError(RuntimeError):
+    """A file of `reproductions/` that cannot be read (one line naming it)."""
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in `path`; a missing or malformed file raises one line naming it."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReproductionsError(f"{path}: no such file") from None
+    except json.JSONDecodeError as err:
+        raise ReproductionsError(f"{path}: not valid JSON ({err})") from None
+
+
+@dataclasses.dataclass
+class Run:
+    """One collected run: its folder under `reproductions/` and what it holds.
+
+    `problems` lists what is missing or unreadable (shown in RESULTS.md, never fatal
+    unless the results themselves are unreadable).
+    """
+
+    name: str
+    folder: Path
+    experiment: str
+    results: dict[str, Any]
+    collected: dict[str, Any]
+    history: dict[str, Any] | None
+    problems: list[str]
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.results.get("config") or {}
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return [c for c in self.results.get("cells") or [] if _finished(c)]
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The records of this configuration (`current_records`)."""
+        return current_records(self.results)
+
+    @property
+    def machine(self) -> dict[str, Any]:
+        return self.results.get("machine") or {}
+
+
+def _finished(cell: Mapping[str, Any]) -> bool:
+    """A summary with a test mean (a cell whose programs all diverged has NaN: kept)."""
+    return isinstance(cell.get("test_mean"), int | float)
+
+
+def load_run(folder: Path) -> Run | None:
+    """The run in `folder`, or None when the folder holds no results at all."""
+    problems = []
+    if not (folder / RESULTS_FILE).exists():
+        return None
+    results = read_json(folder / RESULTS_FILE)
+    if not isinstance(results, dict) or "cells" not in results:
+        raise ReproductionsError(f"{folder / RESULTS_FILE}: not a sweep's results file "
+                                 f"(no 'cells')")
+    collected: dict[str, Any] = {}
+    if (folder / COLLECTED_FILE).exists():
+        collected = read_json(folder / COLLECTED_FILE)
+    else:
+        problems.append(f"no {COLLECTED_FILE} (timings and notes unknown)")
+    if not (folder / CONFIG_FILE).exists():
+        problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
+                        f"{RESULTS_FILE}'s copy of the configuration)")
+    history = read_json(folder / HISTORY_FILE) if (folder / HISTORY_FILE).exists() else None
+    return Run(name=folder.name, folder=folder, experiment=str(results.get("experiment")),
+               results=results, collected=collected, history=history, problems=problems)
+
+
+def load_runs(root: Path) -> tuple[list[Run], list[str]]:
+    """Every run under `root` (sorted by folder name) and a line per folder without
+    results (an empty or half-collected folder)."""
+    runs, empty = [], []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in RESERVED):
+        run = load_run(folder)
+        if run is not None:
+            runs.append(run)
+        elif any(f.name != "authors_figure_values.json" for f in folder.iterdir()):
+            empty.append(f"{folder}: no {RESULTS_FILE}; collect the run again")
+    return runs, empty
+
+
+def load_paper(root: Path) -> dict[str, Any]:
+    """`reproductions/paper_values.json` (the references every comparison needs)."""
+    path = root / PAPER_FILE
+    if not path.exists():
+        raise ReproductionsError(f"{path}: missing; it holds the paper's values every "
+                                 f"comparison needs (restore it from git)")
+    return read_json(path)

@@ -1,0 +1,495 @@
+"""RESULTS.md from reproductions/: collect (copy, refuse to clobber) and render (every
+cell, verdicts, "not run" rows, missing files) on small synthetic sweep results."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from swan_jax.experiments import results as results_cli
+from swan_jax.experiments.results_md import (
+    CollectRefused,
+    ReproductionsError,
+    collect,
+    compare,
+    render,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+MACHINE = {"machine": "Linux-test", "processor": "", "device": "cpu:0", "jax": "0.10.2",
+           "date": "2026-01-01 00:00:00"}
+
+
+# ============================================================= synthetic sweep results
+
+
+def summary(axes: dict, test: float, *, test_std: float = 0.0, val: float | None = None,
+            metric: str = "mse", best: dict | None = None, seeds=(0, 1, 2, 3),
+            epochs: int = 100) -> dict:
+    """A cell summary as `sweep.summarise_cells` writes it."""
+    val = test if val is None else val
+    return {**axes, "metric": metric, "best_hparams": best or {"learning_rate": 0.001},
+            "val_mean": val, "val_std": 0.0, "test_mean": test, "test_std": test_std,
+            "seeds": list(seeds),
+            "per_seed": [{"seed": s, "val_at_best": val, "test": test, "best_epoch": 1,
+                          "epochs_run": epochs, "diverged": False} for s in seeds],
+            "epochs_run": [epochs] * len(seeds), "diverged": [False] * len(seeds),
+            "epochs_completed": epochs, "params": 1234, "seconds_per_epoch": 0.5,
+            "wall_time": 10.0, "grid_points": 1, "programs": 1, "paper": None}
+
+
+def record(axes: dict, points: list[dict], *, seeds=(0, 1), epochs: int = 100,
+           folder: Path | None = None, metric: str = "mse", ident: str = "abc") -> dict:
+    """A program record as `sweep.program_record` writes it (runs: points x seeds)."""
+    name = "/".join(str(v) for v in axes.values()) + "/program"
+    runs = [{"seed": s, "hparams": p, "best_val": 0.1, "val_at_best": 0.1, "best_epoch": 1,
+             "test": 0.1, "diverged": False, "epochs_run": epochs}
+            for p in points for s in seeds]
+    return {"program": ident, "epochs": epochs, "name": name, **axes, "static": {},
+            "runs": runs, "metric": metric, "num_params": 1234, "epochs_completed": epochs,
+            "first_epoch_seconds": 3.0, "seconds_per_epoch": 0.5, "train_seconds": 50.0,
+            "wall_time": 60.0, "checkpoint_dir": str(folder or ""), "machine": MACHINE}
+
+
+def config(**changes) -> dict:
+    base = {"grid": {"learning_rate": [0.001]}, "seeds": [0, 1, 2, 3], "epochs": 100,
+            "patience": 100, "batch_size": 512, "optimizer": "adam", "solver": "euler",
+            "data_options": {}}
+    return {**base, **changes}
+
+
+def write_results(folder: Path, experiment: str, cfg: dict, cells: list, records: list,
+                  **extra) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(
+        {"experiment": experiment, "machine": MACHINE, "config": cfg, "cells": cells,
+         "records": records, "not_run": [], **extra}))
+    (folder / "config.toml").write_text(f'experiment = "{experiment}"\nepochs = '
+                                        f'{cfg["epochs"]}\n')
+    return folder
+
+
+def write_history(folder: Path, epochs: int, runs: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [{"epoch": e, "train_loss": [1.0 / (e + 1) + r for r in range(runs)],
+              "val": [0.5 + 0.01 * e + r for r in range(runs)],
+              "test": [0.4 + 0.01 * e + r for r in range(runs)], "lr": [1e-3] * runs,
+              "seconds": 1.0, "train_seconds": 0.75 if e else 9.0,
+              "eval_seconds": 0.25 if e else 3.0, "steps": 4} for e in range(epochs)]
+    (folder / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in lines))
+
+
+@pytest.fixture
+def repro(tmp_path) -> Path:
+    """An empty reproductions/ with the committed reference files."""
+    root = tmp_path / "reproductions"
+    (root / "transfer").mkdir(parents=True)
+    shutil.copy(REPO / "reproductions" / "paper_values.json", root)
+    shutil.copy(REPO / "reproductions" / "transfer" / "authors_figure_values.json",
+                root / "transfer")
+    return root
+
+
+def rendered(root: Path) -> str:
+    out = root.parent / "RESULTS.md"
+    render(root, out)
+    return out.read_text()
+
+
+def row(text: str, *cells: str) -> str:
+    """The one table row that starts with `cells` (fails when none or several)."""
+    prefix = "| " + " | ".join(cells) + " |"
+    rows = [line for line in text.splitlines() if line.startswith(prefix)]
+    assert len(rows) == 1, f"{len(rows)} rows start with {prefix!r}"
+    return rows[0]
+
+
+def section(text: str, title: str, level: str = "##") -> str:
+    """From the heading `title` to the next heading of its level or above."""
+    start = text.index(f"\n{level} {title}")
+    ends = [text.find(f"\n{lv} ", start + 1) for lv in ("##", "###")[:len(level) - 1]]
+    ends = [e for e in ends if e > 0]
+    return text[start:min(ends) if ends else None]
+
+
+# ================================================================== the comparisons
+
+
+def test_verdict_against_paper_in_every_direction():
+    assert compare.against_paper(-0.52, -0.5249, 0.0155, "log10_mse")[0] == "within"
+    kind, text = compare.against_paper(-3.0, -3.2370, 0.0834, "log10_mse")
+    assert kind == "worse" and "0.237" in text and "2.8 paper stds" in text
+    assert compare.against_paper(0.2, 0.4094, 0.0764, "log10_mse")[0] == "better"
+    assert compare.against_paper(64.0, 63.13, 0.46, "ap")[0] == "better"  # higher is better
+    assert compare.against_paper(0.30, 0.2571, 0.0018, "mae")[0] == "worse"  # lower is better
+    assert compare.against_paper(float("nan"), 1.0, 0.1, "mae")[0] == "n/a"
+
+
+def test_transfer_verdict_counts_orders_of_magnitude():
+    assert compare.orders(5.0e-4, 1.6841603e-06) == ("worse", "worse by 2.5 orders (x3e+02)")
+    assert compare.orders(1.0e-6, 1.6841603e-06)[0] == "within"
+    assert compare.orders(1.0e-5, 1.6e-6)[0] == "within"  # 0.8 orders
+    assert compare.orders(1.0e-9, 1.6841603e-06)[1].startswith("better by 3.2 orders")
+    assert compare.orders(0.0, 1e-6)[0] == "n/a"
+
+
+def test_verdict_against_the_constant_predictor():
+    assert compare.against_constant(-2.5, -1.45)[0] == "better"
+    assert compare.against_constant(-1.40, -1.45)[0] == "worse"
+    assert compare.against_constant(-1.40, None)[0] == "n/a"
+
+
+# ======================================================================= rendering
+
+
+def test_empty_reproductions_list_every_paper_cell_as_not_run(repro):
+    text = rendered(repro)
+    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 6
+    assert section(text, "Graph property").count("| not run |") == 3 * 2 * 4 + 3 * 2
+    assert section(text, "Long-range").count("| not run |") == 6
+    assert section(text, "Node classification").count("| not run |") == 9
+    assert "| transfer | 0 of 72 | – |" in text
+    assert not (repro / "figures" / "transfer.png").exists()
+    # the references are there even when nothing ran
+    assert "1.7e-06" in row(section(text, "Line", "###"), "10", "SWAN")
+    paper_setting = section(text, "Label setting `paper`", "###")
+    assert "-0.5249 ± 0.0155" in row(paper_setting, "diameter", "swan")
+
+
+def transfer_run(root: Path, name: str = "transfer") -> None:
+    cells = [summary({"topology": "line", "distance": 10, "model": "swan"}, 5.0e-4,
+                     test_std=1.5e-4, best={"epsilon": 0.5, "beta": 1.0}),
+             summary({"topology": "line", "distance": 10, "model": "gcn"}, 3.1e-2),
+             summary({"topology": "ring", "distance": 10, "model": "swan"}, 1.0e-3),
+             summary({"topology": "crossed-ring", "distance": 3, "model": "swan"}, 1e-9)]
+    cfg = config(sizes=[1000, 100, 100], epochs=300, seeds=[0, 1],
+                 grid={"learning_rate": [0.001], "epsilon": [0.5], "gamma": [0.1],
+                       "beta": [1.0], "adjacency": ["sym"]})
+    write_results(root / name, "transfer", cfg, cells, [])
+
+
+def test_transfer_cells_verdicts_departures_and_figure(repro):
+    transfer_run(repro)
+    text = section(rendered(repro), "Graph transfer")
+    line = section(text, "Line", "###")
+    swan = row(line, "10", "SWAN")
+    assert "5.0e-04 ± 1.5e-04" in swan and "1.7e-06" in swan
+    assert "worse by 2.5 orders" in swan
+    assert "epochs 300; 2 seed(s); grid 1 of 16 points" in swan
+    assert "transfer (cpu:0)" in swan
+    assert "within 1 order" in row(line, "10", "GCN")  # 3.1e-2 vs 1.2e-2
+    assert "within 1 order" in row(section(text, "Ring", "###"), "10", "SWAN")  # vs 4.4e-3
+    crossed = section(text, "Crossed Ring", "###")
+    assert "better by 2.8 orders" in row(crossed, "3", "SWAN")
+    assert text.count("| not run |") == 72 - 4
+    assert "epochs 300 (paper 2000); 2 seed(s) (paper 4)" in text
+    assert "beta {1} of the paper's {1, 0.1, 0.01, -1}" in text
+    assert "![graph transfer](reproductions/figures/transfer.png)" in text
+    assert (repro / "figures" / "transfer.png").stat().st_size > 10_000
+    assert "| transfer | 4 of 72 | transfer (cpu:0) |" in rendered(repro)
+
+
+def graphprop_cell(task, labels, model, test, **kw):
+    return summary({"task": task, "labels": labels, "model": model}, test,
+                   metric="log10_mse", **kw)
+
+
+def test_graphprop_settings_each_beside_the_right_reference(repro):
+    cells = [graphprop_cell("diameter", "paper", "swan", -0.52, test_std=0.01),
+             graphprop_cell("sssp", "paper", "swan", -3.0),
+             graphprop_cell("eccentricity", "paper", "swan", 0.2),
+             graphprop_cell("sssp", "faithful", "swan", -2.5),
+             graphprop_cell("sssp", "faithful", "constant", -1.45),
+             graphprop_cell("sssp", "paper", "constant", 1.01)]
+    write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
+                  cells, [])
+    text = section(rendered(repro), "Graph property")
+    paper = section(text, "Label setting `paper`", "###")
+    faithful = section(text, "Label setting `faithful`", "###")
+    assert "within the paper's std" in row(paper, "diameter", "swan")
+    assert "worse by 0.237" in row(paper, "sssp", "swan")
+    assert "better by 0.2094" in row(paper, "eccentricity", "swan")
+    assert "| sssp | constant predictor | 1.0100 |" in paper
+    assert "| diameter | constant predictor | not run |" in paper
+    swan = row(faithful, "sssp", "swan")
+    assert "paper: raw labels only" in swan and "1.05 below the constant predictor" in swan
+    assert "| sssp | constant predictor | -1.4500 |" in faithful
+    assert "constant" not in [c.strip() for c in paper.split("|")]  # never a model row
+
+
+def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro):
+    cells = [summary({"task": "sssp", "label_columns": "paper", "model": "swan"}, -3.2,
+                     metric="log10_mse")]
+    write_results(repro / "graphprop", "graphprop", config(), cells, [])
+    text = section(rendered(repro), "Graph property")
+    faithful = section(text, "Label setting `faithful`", "###")
+    assert "paper: raw labels only" in row(faithful, "sssp", "swan")
+    assert "| sssp | swan | not run |" in section(text, "Label setting `paper`", "###")
+
+
+def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
+    cells = [summary({"dataset": "peptides-func", "variant": "swan"}, 0.6313, test_std=0.004,
+                     metric="ap", seeds=(0,), epochs=300),
+             summary({"dataset": "peptides-struct", "variant": "swan"}, 0.30, metric="mae")]
+    write_results(repro / "lrgb", "lrgb", config(epochs=300, patience=None, seeds=[0],
+                                                  optimizer="adamw"), cells, [])
+    history = {"programs": [{"name": "peptides-func/swan/x", "status": "finished",
+                             "epochs_cap": 300, "cell": {"dataset": "peptides-func",
+                                                         "variant": "swan"},
+                             "runs": [{"run": 0, "seed": 0, "hparams": {}}],
+                             "epoch": [0, 1, 2], "train_loss": [[0.7], [0.5], [0.4]],
+                             "val": [[0.3], [0.5], [0.6]], "test": [[0.3], [0.5], [0.6]]}]}
+    (repro / "lrgb" / "history.json").write_text(json.dumps(history))
+    text = section(rendered(repro), "Long-range")
+    func = row(text, "peptides-func", "swan")
+    assert "63.13 ± 0.40" in func and "63.13 ± 0.46" in func and "within the paper's std" in func
+    assert "1 seed(s)" in func
+    assert "worse by 0.0429" in row(text, "peptides-struct", "swan")
+    assert "| pascalvoc-sp | swan-learn | F1 | not run |" in text
+    assert "![training curves](reproductions/figures/lrgb-curves.png)" in text
+    assert (repro / "figures" / "lrgb-curves.png").exists()
+
+
+def test_node_classification_scores_and_times_beside_the_paper(repro):
+    cells = [summary({"dataset": "tolokers", "model": "swan"}, 0.8401, test_std=0.005,
+                     metric="roc_auc")]
+    records = [record({"dataset": "tolokers", "model": "swan", "split": s}, [{}],
+                      metric="roc_auc") for s in range(2)]
+    for i, rec in enumerate(records):
+        rec["name"] = f"tolokers/swan/{i}/program"
+    write_results(repro / "node_classification", "node_classification", config(), cells,
+                  records)
+    (repro / "node_classification" / "collected.json").write_text(json.dumps(
+        {"programs": {"tolokers/swan/0/program": {"train_seconds_median": 1.0,
+                                                  "eval_seconds_median": 0.2},
+                      "tolokers/swan/1/program": {"train_seconds_median": 3.0,
+                                                  "eval_seconds_median": 0.4}}}))
+    text = section(rendered(repro), "Node classification")
+    swan = row(text, "tolokers", "swan")
+    assert "84.01 ± 0.50" in swan and "84.01 ± 0.54" in swan and "within" in swan
+    assert "2000.0 / 142.6 (x14)" in swan and "300.0 / 82.09" in swan
+    assert "NVIDIA A100" in text
+    assert "| tolokers | gcn | not run | 83.64 ± 0.67 |" in text
+
+
+def test_unknown_experiment_gets_its_own_section(repro):
+    write_results(repro / "toy", "toy", config(),
+                  [summary({"task": "swap"}, 0.25)], [])
+    text = rendered(repro)
+    assert "## Other experiment: `toy`" in text
+    other = section(text, "Other experiment")
+    assert "| task swap | mse | 2.5e-01 ± 0.0e+00 |" in other
+    assert "no paper protocol to compare with" in other
+
+
+def test_partial_run_cells_without_a_test_value_are_not_run(repro):
+    cell = summary({"topology": "line", "distance": 3, "model": "swan"}, 1e-6)
+    del cell["test_mean"]
+    write_results(repro / "transfer", "transfer", config(sizes=[1000, 100, 100]), [cell], [])
+    text = section(rendered(repro), "Graph transfer")
+    assert "| 3 | SWAN | not run |" in text
+
+
+# ====================================================================== missing files
+
+
+def test_missing_or_broken_files_are_named(repro):
+    (repro / "paper_values.json").unlink()
+    with pytest.raises(ReproductionsError, match="paper_values.json: missing"):
+        rendered(repro)
+
+
+def test_broken_results_file_is_named(repro):
+    (repro / "lrgb").mkdir()
+    (repro / "lrgb" / "results.json").write_text("{ not json")
+    with pytest.raises(ReproductionsError, match=r"lrgb/results.json: not valid JSON"):
+        rendered(repro)
+
+
+def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
+    transfer_run(repro)
+    (repro / "transfer" / "config.toml").unlink()
+    (repro / "graphprop").mkdir()
+    (repro / "graphprop" / "config.toml").write_text("epochs = 1\n")
+    out = repro.parent / "RESULTS.md"
+    assert results_cli.main(["render", "--reproductions", str(repro), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "warning:" in printed and "no results.json" in printed
+    text = out.read_text()
+    assert "- Problem: no collected.json (timings and notes unknown)" in text
+    assert "- Problem: no config.toml" in text
+    assert "- Incomplete: " in text and "graphprop: no results.json" in text
+
+
+def test_render_without_a_reproductions_folder_says_so(tmp_path):
+    with pytest.raises(SystemExit, match="no such folder"):
+        results_cli.main(["render", "--reproductions", str(tmp_path / "nothing")])
+
+
+# ============================================================================ collect
+
+
+def lrgb_results(root: Path, *, epochs: int = 300, seeds=(0, 1), moved: bool = True) -> Path:
+    """A results folder as `python -m swan_jax.experiments.lrgb` leaves it: one finished
+    program of 2 grid points x 2 seeds (the second point selected), with its history."""
+    folder = root / "program-abc"
+    ckpt = root / "checkpoints" / "peptides-func" / "swan" / folder.name
+    recorded = Path("/elsewhere/results/lrgb/checkpoints/peptides-func/swan") / folder.name
+    write_history(ckpt, 3, 4)
+    (ckpt / "3").mkdir()
+    (ckpt / "3" / "state.bin").write_bytes(b"\0" * 4096)  # a checkpoint: never copied
+    points = [{"learning_rate": 0.001}, {"learning_rate": 0.0005}]
+    axes = {"dataset": "peptides-func", "variant": "swan"}
+    rec = record(axes, points, seeds=seeds, epochs=epochs,
+                 folder=recorded if moved else ckpt, metric="ap")
+    cell = summary(axes, 0.6, metric="ap", best=points[1], seeds=seeds, epochs=epochs)
+    cfg = config(epochs=epochs, seeds=list(seeds), patience=None, optimizer="adamw",
+                 limit=None, grid={"learning_rate": [0.001, 0.0005]})
+    write_results(root, "lrgb", cfg, [cell], [rec])
+    (root / "table.md").write_text("# LRGB\n\nNotes: grid paper; first 40 graphs only.\n")
+    return root
+
+
+def test_collect_copies_the_small_files_timings_notes_and_selected_curves(tmp_path):
+    source = lrgb_results(tmp_path / "results" / "lrgb")
+    lines = collect(source, tmp_path / "reproductions")
+    dest = tmp_path / "reproductions" / "lrgb"
+    assert sorted(p.name for p in dest.iterdir()) == ["collected.json", "config.toml",
+                                                     "history.json", "results.json"]
+    assert (dest / "results.json").read_bytes() == (source / "results.json").read_bytes()
+    assert "1 finished program(s), 0 in progress, 1 curve(s)" in lines[-1]
+    collected = json.loads((dest / "collected.json").read_text())
+    assert collected["notes"] == ["grid paper", "first 40 graphs only"]
+    timing = collected["programs"]["peptides-func/swan/program"]
+    assert timing["train_seconds_median"] == 0.75  # the compiling first epoch left out
+    assert timing["eval_seconds_median"] == 0.25 and timing["epochs"] == 3
+    program = json.loads((dest / "history.json").read_text())["programs"][0]
+    assert [r["run"] for r in program["runs"]] == [2, 3]  # the selected grid point only
+    assert [r["hparams"] for r in program["runs"]] == [{"learning_rate": 0.0005}] * 2
+    assert program["val"][1] == [0.51 + 2, 0.51 + 3] and program["epoch"] == [0, 1, 2]
+
+
+def test_collect_keeps_programs_in_progress_and_render_shows_them(tmp_path, repro):
+    source = lrgb_results(tmp_path / "results" / "lrgb")
+    running = source / "checkpoints" / "peptides-struct" / "swan" / "program-zzz"
+    write_history(running, 2, 1)
+    cfg = json.loads((source / "results.json").read_text())["config"]
+    (running / "run.json").write_text(json.dumps({
+        "train": {"epochs": 300}, "runs": [{"run": 0, "seed": 0, "hparams": {}}],
+        "description": {"program": "zzz", "config": cfg,
+                        "cell": {"dataset": "peptides-struct", "variant": "swan"},
+                        "static": {}}}))
+    collect(source, repro)
+    collected = json.loads((repro / "lrgb" / "collected.json").read_text())
+    assert [(p["name"], p["epochs_done"], p["epochs_cap"]) for p in collected["in_progress"]
+            ] == [("peptides-struct/swan/program-zzz", 2, 300)]
+    programs = json.loads((repro / "lrgb" / "history.json").read_text())["programs"]
+    assert [p["status"] for p in programs] == ["finished", "in progress"]
+    text = rendered(repro)
+    assert "In progress when collected (not in the tables): `peptides-struct/swan/" \
+           "program-zzz` 2/300 epochs" in text
+    assert "| peptides-struct | swan | MAE | not run |" in text
+
+
+def test_collect_refuses_to_clobber_with_a_smaller_run(tmp_path, capsys):
+    repro = tmp_path / "reproductions"
+    collect(lrgb_results(tmp_path / "full"), repro)
+    committed = (repro / "lrgb" / "results.json").read_bytes()
+    quick = lrgb_results(tmp_path / "quick", epochs=1, seeds=(0,))
+    with pytest.raises(CollectRefused, match=r"epochs 1 < 300; seeds 1 < 2"):
+        collect(quick, repro)
+    assert (repro / "lrgb" / "results.json").read_bytes() == committed
+    with pytest.raises(SystemExit, match="results collect: refusing to replace"):
+        results_cli.main(["collect", str(quick), "--reproductions", str(repro)])
+    collect(quick, repro, name="lrgb-quick")  # beside, under another name
+    assert (repro / "lrgb" / "results.json").read_bytes() == committed
+    assert (repro / "lrgb-quick" / "results.json").exists()
+    lines = collect(quick, repro, force=True)
+    assert lines[0].startswith(f"replaced {repro / 'lrgb'} (smaller: epochs 1 < 300")
+    assert (repro / "lrgb" / "results.json").read_bytes() != committed
+
+
+def test_collect_accepts_a_run_that_grew_and_refuses_another_experiment(tmp_path):
+    repro = tmp_path / "reproductions"
+    collect(lrgb_results(tmp_path / "a"), repro)
+    grown = lrgb_results(tmp_path / "b")
+    results = json.loads((grown / "results.json").read_text())
+    results["cells"].append(summary({"dataset": "peptides-struct", "variant": "swan"}, 0.3,
+                                    metric="mae", epochs=300))
+    (grown / "results.json").write_text(json.dumps(results))
+    assert collect(grown, repro)[0].startswith(f"replaced {repro / 'lrgb'}")
+    other = write_results(tmp_path / "t", "transfer", config(sizes=[10, 5, 5]), [], [])
+    with pytest.raises(CollectRefused, match="holds a lrgb run, this is transfer"):
+        collect(other, repro, name="lrgb")
+
+
+def test_collect_names_what_is_missing_or_too_large(tmp_path):
+    with pytest.raises(ReproductionsError, match=r"nothing/results.json: no such file"):
+        collect(tmp_path / "nothing", tmp_path / "reproductions")
+    source = lrgb_results(tmp_path / "lrgb")
+    with pytest.raises(CollectRefused, match="over --max-mb 0.001"):
+        collect(source, tmp_path / "reproductions", max_mb=0.001)
+    (source / "results.json").write_text("[]")
+    with pytest.raises(ReproductionsError, match="not a sweep's results file"):
+        collect(source, tmp_path / "reproductions")
+
+
+def test_collect_history_only_where_curves_matter_unless_asked(tmp_path):
+    source = lrgb_results(tmp_path / "lrgb")
+    results = json.loads((source / "results.json").read_text())
+    results["experiment"] = "transfer"
+    (source / "results.json").write_text(json.dumps(results))
+    repro = tmp_path / "reproductions"
+    collect(source, repro)
+    assert not (repro / "transfer" / "history.json").exists()
+    collect(source, repro, history="all")
+    assert (repro / "transfer" / "history.json").exists()
+    collect(source, repro, history="none")  # no stale curves left behind
+    assert not (repro / "transfer" / "history.json").exists()
+
+
+# ============================================================= the committed references
+
+
+def test_committed_references_agree_with_the_experiments_and_the_issue():
+    from swan_jax.experiments import graphprop, lrgb
+
+    paper = json.loads((REPO / "reproductions" / "paper_values.json").read_text())
+    for (dataset, variant), value in lrgb.PAPER_TABLE3.items():
+        assert tuple(paper["lrgb"]["values"][dataset][variant]) == value
+    tasks = paper["graphprop"]["tasks"]
+    for model, values in graphprop.PAPER.items():
+        assert [tuple(paper["graphprop"]["values"][model][t]) for t in tasks] == list(values)
+    authors = json.loads((REPO / "reproductions" / "transfer" /
+                          "authors_figure_values.json").read_text())
+    quoted = {"swan": (1.7e-6, 4.4e-3, 1.5e-6), "adgn": (1.6e-6, 4.1e-3, 3.2e-5),
+              "gcn": (1.2e-2, 4.4e-2, 3.4e-2)}  # issue 15, k = 10, two digits
+    for model, values in quoted.items():
+        ours = [authors["values"][t]["10"][model]["mean"] for t in authors["topologies"]]
+        assert [float(f"{v:.2g}") for v in ours] == list(values)
+    assert re.fullmatch(r"[0-9a-f]{40}", authors["source"]["commit"])
+
+
+def test_two_runs_of_one_cell_are_both_shown_each_with_its_departures(repro):
+    transfer_run(repro)
+    cells = [summary({"topology": "line", "distance": 10, "model": "swan"}, 2.0e-6)]
+    write_results(repro / "transfer-authors-data", "transfer",
+                  config(sizes=[1000, 100, 100], data_options={"variant": "authors"}),
+                  cells, [])
+    line = section(rendered(repro), "Line", "###")
+    rows = [r for r in line.splitlines() if r.startswith("| 10 | SWAN |")]
+    assert len(rows) == 2
+    assert "worse by 2.5 orders" in rows[0] and "| transfer (cpu:0) |" in rows[0]
+    assert "within 1 order" in rows[1] and "variant=authors" in rows[1]
+    assert "transfer-authors-data (cpu:0)" in rows[1]
+
+
+def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(tmp_path):
+    shutil.copytree(REPO / "reproductions", tmp_path / "reproductions")
+    assert render(tmp_path / "reproductions", tmp_path / "RESULTS.md")[0].startswith("wrote")
+    assert (tmp_path / "RESULTS.md").read_text() == (REPO / "RESULTS.md").read_text(), (
+        "RESULTS.md is stale: run `make results` and commit it")
