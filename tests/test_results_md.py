@@ -303,6 +303,14 @@ def test_missing_or_broken_files_are_named(repro):
         rendered(repro)
 
 
+def test_an_old_paper_values_file_is_named(repro):
+    paper = json.loads((repro / "paper_values.json").read_text())
+    del paper["devices"]
+    (repro / "paper_values.json").write_text(json.dumps(paper))
+    with pytest.raises(ReproductionsError, match="paper_values.json: no devices"):
+        rendered(repro)
+
+
 def test_broken_results_file_is_named(repro):
     (repro / "lrgb").mkdir()
     (repro / "lrgb" / "results.json").write_text("{ not json")
@@ -493,3 +501,29 @@ def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(t
     assert render(tmp_path / "reproductions", tmp_path / "RESULTS.md")[0].startswith("wrote")
     assert (tmp_path / "RESULTS.md").read_text() == (REPO / "RESULTS.md").read_text(), (
         "RESULTS.md is stale: run `make results` and commit it")
+
+
+def test_collect_a_run_none_of_whose_programs_has_finished(tmp_path, repro):
+    """The 300-epoch seed between GPU sessions: no results.json yet, only its folder."""
+    source = tmp_path / "results" / "lrgb"
+    running = source / "checkpoints" / "peptides-func" / "swan" / "program-zzz"
+    write_history(running, 5, 1)
+    cfg = config(epochs=300, seeds=[0], patience=None, optimizer="adamw", limit=None)
+    (running / "run.json").write_text(json.dumps({
+        "train": {"epochs": 300}, "runs": [{"run": 0, "seed": 0, "hparams": {}}],
+        "description": {"experiment": {"name": "lrgb"}, "program": "zzz", "config": cfg,
+                        "cell": {"dataset": "peptides-func", "variant": "swan"},
+                        "static": {}}}))
+    assert "0 finished program(s), 1 in progress, 1 curve(s)" in "\n".join(collect(source, repro))
+    text = section(rendered(repro), "Long-range")
+    assert "| peptides-func | swan | AP | not run | 63.13 ± 0.46 |" in text
+    assert "no program of this run had finished" in text
+    assert "`peptides-func/swan/program-zzz` 5/300 epochs" in text
+    assert (repro / "figures" / "lrgb-curves.png").exists()
+
+
+def test_a_cell_without_its_axes_is_named(repro):
+    write_results(repro / "transfer", "transfer", config(), [summary({"model": "swan"}, 1.0)],
+                  [])
+    with pytest.raises(ReproductionsError, match="a cell of transfer has no 'topology'"):
+        rendered(repro)

@@ -7,9 +7,35 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from swan_jax.experiments.results_md import protocol
-from swan_jax.experiments.results_md.store import Run
+from swan_jax.experiments.results_md.store import RESULTS_FILE, ReproductionsError, Run
 
 NOT_RUN = "not run"
+# The legacy `label_columns` names of the graph-property experiment -> label settings
+# (swan_jax.data.graphprop: "paper" columns normalised = "faithful", "adgn" = "swan-code").
+LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
+
+
+def label_setting(cell: Mapping[str, Any]) -> str:
+    """The label setting of a graph-property cell (`labels`, or the legacy columns)."""
+    for key in ("labels", "label_setting"):
+        if cell.get(key):
+            return str(cell[key])
+    columns = cell.get("label_columns")
+    return LEGACY_LABELS.get(columns, str(columns))
+
+
+def model_name(cell: Mapping[str, Any]) -> str:
+    """The model of a cell (`model`, or LRGB's `variant`)."""
+    return str(cell.get("model") or cell.get("variant"))
+
+
+# How each paper experiment names a cell (the keys of paper_values.json's "expected").
+CELL_KEYS: dict[str, Callable[[Mapping[str, Any]], tuple]] = {
+    "transfer": lambda c: (c["topology"], c["distance"], c["model"]),
+    "graphprop": lambda c: (c["task"], label_setting(c), c["model"]),
+    "lrgb": lambda c: (c["dataset"], model_name(c)),
+    "node_classification": lambda c: (c["dataset"], model_name(c)),
+}
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -43,7 +69,12 @@ def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
     out: dict[tuple, list[tuple[Run, dict[str, Any]]]] = {}
     for run in runs:
         for cell in run.cells:
-            out.setdefault(key(cell), []).append((run, cell))
+            try:
+                name = key(cell)
+            except KeyError as err:
+                raise ReproductionsError(f"{run.folder / RESULTS_FILE}: a cell of "
+                                         f"{run.experiment} has no {err}") from None
+            out.setdefault(name, []).append((run, cell))
     return out
 
 
@@ -93,6 +124,8 @@ def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
              f"- Grid searched: {protocol.grid_line(cfg)}; selection by the best mean "
              f"validation metric over seeds, test read at each run's best validation epoch",
              f"- Wall time: {protocol.wall_line(run.records)}"]
+    if run.results.get("stub"):
+        lines.append(f"- results.json: {run.results['stub']}")
     running = _in_progress_line(run)
     lines += [running] if running else []
     found = [long for _, long in protocol.departures(cfg, paper.get("protocol") or {})]

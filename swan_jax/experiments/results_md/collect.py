@@ -202,12 +202,33 @@ def _check_replace(dest: Path, results: Mapping[str, Any], force: bool) -> str |
     return f"replaced {dest}" + (f" (smaller: {'; '.join(smaller)})" if smaller else "")
 
 
-def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], bytes]:
+STUB = "written by collect from run.json: no program of this run had finished"
+
+
+def _stub_results(source: Path) -> dict[str, Any] | None:
+    """A results file for a run none of whose programs has finished: the experiment and
+    configuration of its program folders (`run.json`), no cells, no records."""
+    for run_file in sorted((source / "checkpoints").rglob("run.json")):
+        described = json.loads(run_file.read_text()).get("description") or {}
+        if described.get("experiment") and described.get("config"):
+            return {"experiment": described["experiment"]["name"],
+                    "machine": {"device": "not recorded (no program finished)"},
+                    "config": described["config"], "cells": [], "records": [],
+                    "not_run": [], "stub": STUB}
+    return None
+
+
+def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
+    """The results of `source` and the text to copy (a stub when none has finished)."""
     path = source / RESULTS_FILE
+    if source.is_dir() and not path.exists():
+        stub = _stub_results(source)
+        if stub is not None:
+            return stub, json.dumps(stub, indent=1) + "\n"
     if not source.is_dir() or not path.exists():
         raise ReproductionsError(
-            f"{path}: no such file; give a results folder (e.g. results/transfer) in which "
-            f"a sweep has finished at least one program")
+            f"{path}: no such file, and no program folder (checkpoints/**/run.json) "
+            f"either; give a results folder, e.g. results/transfer")
     raw = path.read_bytes()
     if len(raw) > max_mb * 2 ** 20:
         raise CollectRefused(f"{path} is {len(raw) / 2 ** 20:.1f} MB, over --max-mb "
@@ -216,7 +237,7 @@ def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], bytes]:
     if not isinstance(results, dict) or "cells" not in results or "experiment" not in results:
         raise ReproductionsError(f"{path}: not a sweep's results file (no 'experiment' / "
                                  f"'cells')")
-    return results, raw
+    return results, raw.decode()
 
 
 def collect(source: str | Path, root: str | Path = "reproductions", *, name: str | None = None,
@@ -243,7 +264,7 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
         "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}
                         for p in running]}
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / RESULTS_FILE).write_bytes(raw)
+    write_text_atomic(dest / RESULTS_FILE, raw)
     if (source / CONFIG_FILE).exists():
         write_text_atomic(dest / CONFIG_FILE, (source / CONFIG_FILE).read_text())
     elif (dest / CONFIG_FILE).exists():

@@ -10,11 +10,13 @@ from typing import Any
 
 from swan_jax.experiments.results_md import compare, figures
 from swan_jax.experiments.results_md.blocks import (
+    CELL_KEYS,
     NOT_RUN,
     cell_rows,
     device,
     devices,
     epochs_seeds,
+    model_name,
     ordered_keys,
     protocol_block,
     short_departures,
@@ -22,10 +24,6 @@ from swan_jax.experiments.results_md.blocks import (
 )
 from swan_jax.experiments.results_md.sections import best_config, protocols
 from swan_jax.experiments.results_md.store import Run, cell_axes
-
-
-def _model(cell: Mapping[str, Any]) -> str:
-    return str(cell.get("model") or cell.get("variant"))
 
 
 def _ours(cell: Mapping[str, Any], metric: str) -> tuple[float, float]:
@@ -41,7 +39,7 @@ def lrgb(runs: Sequence[Run], paper: Mapping[str, Any], figure: Path, figure_lin
     lines = ["## Long-range graph benchmark (paper Table 3)", "",
              "Test metric at each run's best validation epoch (AP and F1 in percent); ours: "
              "mean ± std over seeds, beside the paper's mean ± std over 3 seeds.", ""]
-    rows = cell_rows(runs, lambda c: (c["dataset"], _model(c)))
+    rows = cell_rows(runs, CELL_KEYS["lrgb"])
     header = ["Data set", "Variant", "Metric", "Ours: test", "Paper", "Verdict", "Val (ours)",
               "Epochs run", "Seeds", "Params", "s/epoch", "Departures", "Run (device)"]
     body = []
@@ -77,7 +75,7 @@ def _curves(runs: Sequence[Run], paper: Mapping[str, Any], figure: Path, link: s
             cell = program.get("cell") or {}
             dataset = cell.get("dataset")
             panels.append((program, paper["metrics"].get(dataset, "metric"),
-                           paper["values"].get(dataset, {}).get(_model(cell))))
+                           paper["values"].get(dataset, {}).get(model_name(cell))))
     used = [r for r in runs if r.history]
     if not figures.curves_figure(panels, figure, devices(used)):
         return ["Training curves: none collected yet (the 300-epoch Peptides-func run is "
@@ -119,7 +117,7 @@ def node_classification(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[s
              "hardware are not a like-for-like comparison: the ratio is shown, no verdict. "
              "Our inference time is the per-epoch evaluation (validation and test splits) "
              "unless the experiment records a single forward pass.", ""]
-    rows = cell_rows(runs, lambda c: (c["dataset"], _model(c)))
+    rows = cell_rows(runs, CELL_KEYS["node_classification"])
     header = ["Data set", "Model", "Ours: score", "Paper", "Verdict", "Train ms (ours / "
               "paper)", "Inference ms (ours / paper)", "Epochs run", "Runs (splits x seeds)",
               "Run (device)"]

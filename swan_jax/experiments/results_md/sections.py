@@ -9,11 +9,13 @@ from typing import Any
 
 from swan_jax.experiments.results_md import compare, figures
 from swan_jax.experiments.results_md.blocks import (
+    CELL_KEYS,
     NOT_RUN,
     cell_rows,
     device,
     devices,
     epochs_seeds,
+    label_setting,
     ordered_keys,
     protocol_block,
     short_departures,
@@ -21,9 +23,6 @@ from swan_jax.experiments.results_md.blocks import (
 )
 from swan_jax.experiments.results_md.store import Run
 
-# The legacy `label_columns` names of the graph-property experiment -> label settings
-# (swan_jax.data.graphprop: "paper" columns normalised = "faithful", "adgn" = "swan-code").
-LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
 LABEL_TITLES = {
     "paper": "raw labels, ADGN's columns and loss averaging: the pipeline behind the "
              "paper's Table 2, compared with it",
@@ -55,7 +54,7 @@ def transfer(runs: Sequence[Run], paper: Mapping[str, Any], authors: Mapping[str
              "`reproductions/transfer/authors_figure_values.json`; mean over their 4 seeds, "
              "no spread recorded for SWAN and ADGN). Verdict: orders of magnitude between "
              "ours and theirs.", ""]
-    rows = cell_rows(runs, lambda c: (c["topology"], c["distance"], c["model"]))
+    rows = cell_rows(runs, CELL_KEYS["transfer"])
     drawn = figures.transfer_figure([(r.name, r.cells) for r in runs], authors, figure,
                                     devices(runs))
     lines += ([f"![graph transfer]({figure_link})", ""] if drawn
@@ -88,15 +87,6 @@ def best_config(cell: Mapping[str, Any]) -> str:
 
 
 # ============================================================ graph property prediction
-
-
-def label_setting(cell: Mapping[str, Any]) -> str:
-    """The label setting of a graph-property cell (`labels`, or the legacy columns)."""
-    for key in ("labels", "label_setting"):
-        if cell.get(key):
-            return str(cell[key])
-    columns = cell.get("label_columns")
-    return LEGACY_LABELS.get(columns, str(columns))
 
 
 def constant_score(runs: Sequence[Run], task: str, setting: str) -> tuple[float, str] | None:
@@ -145,8 +135,7 @@ def graphprop(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
              f"{paper['setting_note'][0].upper()}{paper['setting_note'][1:]}. The constant "
              "predictor (the best constant fitted on the training split) is the floor "
              "every model must beat.", ""]
-    rows = cell_rows([_without_constant(r) for r in runs],
-                     lambda c: (c["task"], label_setting(c), c["model"]))
+    rows = cell_rows([_without_constant(r) for r in runs], CELL_KEYS["graphprop"])
     header = ["Task", "Model", "Ours: test log10 MSE", "Paper", "Verdict", "Val (ours)",
               "Epochs run", "Seeds", "Best configuration", "Departures", "Run (device)"]
     keys = ordered_keys(paper["expected"], rows)

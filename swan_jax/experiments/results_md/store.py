@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 PAPER_FILE = "paper_values.json"
+PAPER_KEYS = ("paper", "devices", "transfer", "graphprop", "lrgb", "node_classification")
 RESULTS_FILE = "results.json"
 CONFIG_FILE = "config.toml"
 COLLECTED_FILE = "collected.json"
@@ -142,4 +143,8 @@ def load_paper(root: Path) -> dict[str, Any]:
     if not path.exists():
         raise ReproductionsError(f"{path}: missing; it holds the paper's values every "
                                  f"comparison needs (restore it from git)")
-    return read_json(path)
+    paper = read_json(path)
+    missing = [k for k in PAPER_KEYS if k not in paper]
+    if missing:
+        raise ReproductionsError(f"{path}: no {', '.join(missing)} (restore it from git)")
+    return paper
