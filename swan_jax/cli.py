@@ -201,10 +201,17 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict
 
 
 def machine_info() -> dict[str, Any]:
+    """Where a number was measured: platform, CPU cores, accelerator kind and count, jax."""
+    import os
+
     import jax
 
+    devices = jax.devices()
     return {"machine": platform.platform(), "processor": platform.processor(),
-            "device": str(jax.devices()[0]), "jax": jax.__version__,
+            "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(),
+            "device": str(devices[0]), "device_kind": devices[0].device_kind,
+            "device_count": len(devices), "jax": jax.__version__,
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 

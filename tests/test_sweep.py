@@ -71,6 +71,12 @@ def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkey
     assert payload["experiment"] == "toy" and payload["cells"] == outcome.cells
     [record] = payload["records"]
     assert len(record["runs"]) == 4 and record["epochs_completed"] == 2
+    # What the report needs to say where and on what a number was measured.
+    train_data = Toy().load_data(cfg, {"task": "swap"})["train"]
+    assert record["data_sizes"]["train"] == {"graphs": len(train_data),
+                                             "nodes": int(np.sum(train_data.n_node))}
+    assert record["machine"]["cpu_count"] >= 1 and record["machine"]["device_count"] >= 1
+    assert payload["notes"] == Toy().notes(cfg)
     assert "| swap | MSE |" in (res / "table.md").read_text()
     assert (res / "toy.png").read_bytes()[:4] == b"\x89PNG"
     # The resolved configuration is written beside the results and reads back equal.
@@ -166,6 +172,11 @@ def test_node_splits_of_one_graph_train_full_batch_and_pool_over_splits(tmp_path
         (0, 0), (0, 1), (1, 0), (1, 1)]
     records = json.loads((tmp_path / "res" / "results.json").read_text())["records"]
     assert [r["split"] for r in records] == [0, 1]
+    # A node split counts its own nodes, not the whole graph's.
+    masks = official_masks(0)
+    assert records[0]["data_sizes"] == {name: {"graphs": 1, "nodes": int(mask.sum())}
+                                        for name, mask in masks.items()}
+    assert int(masks["train"].sum()) < int(np.sum(one_graph().n_node))
     timing = read_history(records[0]["checkpoint_dir"])[0]
     assert timing["train_seconds"] > 0 and timing["eval_seconds"] > 0
 

@@ -39,7 +39,7 @@ from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.pytrees import tree_size
 from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
-from swan_jax.train._splits import Split
+from swan_jax.train._splits import NodeSplit, Split
 
 Cell = dict[str, Any]
 
@@ -305,10 +305,23 @@ def check_budget(exp: Experiment, cfg: SweepConfig, program: Program, model_fn: 
                            f"{exp.label}'s budget of {exp.max_params:,}; {exp.budget_hint}")
 
 
+def data_sizes(splits: Mapping[str, Split]) -> dict[str, dict[str, int]]:
+    """Per split: graphs and nodes it trains or scores on (a node split: its nodes)."""
+    sizes = {}
+    for name, split in splits.items():
+        if isinstance(split, NodeSplit):
+            sizes[name] = {"graphs": len(split.data), "nodes": int(np.sum(split.node_mask))}
+        else:
+            sizes[name] = {"graphs": len(split), "nodes": int(np.sum(split.n_node))}
+    return sizes
+
+
 def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
-                   result: TrainResult) -> dict[str, Any]:
+                   result: TrainResult, splits: Mapping[str, Split] | None = None
+                   ) -> dict[str, Any]:
     seconds = [h["seconds"] for h in result.history]
     return {
+        "data_sizes": data_sizes(splits) if splits is not None else None,
         "program": program.ident, "epochs": cfg.epochs, "name": program.name, **program.cell,
         "static": program.static,
         "runs": [{**r, "hparams": {**program.static, **r["hparams"]}} for r in result.runs],
@@ -402,10 +415,10 @@ def run_program(exp: Experiment, cfg: SweepConfig, program: Program, data: _Data
         epochs_now.append(epoch)
         overall.epoch(epoch, record)
 
-    result = train_program(exp, cfg, program, data.get(program.cell),
-                           on_epoch_end=on_epoch_end)
+    splits = data.get(program.cell)
+    result = train_program(exp, cfg, program, splits, on_epoch_end=on_epoch_end)
     overall.program_done(len(epochs_now), cfg.epochs)
-    return program_record(exp, cfg, program, result)
+    return program_record(exp, cfg, program, result, splits)
 
 
 # ========================================================================= summaries
@@ -498,7 +511,8 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     cells = summarise_cells(exp, cfg, mine)
     folder = Path(cfg.results_dir)
     save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
-                                    "config": to_dict(cfg), "cells": cells,
+                                    "config": to_dict(cfg), "notes": exp.notes(cfg),
+                                    "cells": cells,
                                     "records": results.records, "not_run": list(skipped)},
                      overwrite=True)
     write_text_atomic(folder / "table.md", report.table(exp, cfg, cells, skipped))
