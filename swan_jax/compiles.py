@@ -22,10 +22,12 @@ class CompileCounter:
     def __init__(self) -> None:
         self.compiles = 0
         self.traces = 0
+        self.compiled: list[str] = []  # names of the compiled functions, in order
 
-    def _listen(self, event: str, duration: float, **_: object) -> None:
+    def _listen(self, event: str, duration: float, **kwargs: object) -> None:
         if event == _COMPILE:
             self.compiles += 1
+            self.compiled.append(str(kwargs.get("fun_name", "?")))
         elif event == _TRACE:
             self.traces += 1
 

@@ -285,7 +285,14 @@ def test_a_step_that_cannot_fit_in_free_memory_is_refused_before_compiling(monke
                                                r"budget .*, --batch-size 16\) but only [\d.]+ "
                                                r"GiB are free; --batch-size \d+ should fit"):
             train(model_fn, data, TrainConfig(epochs=1, batch_size=16, progress=False), GRID)
-    assert counter.compiles == 0
+    # A fresh process compiles a few eager helpers (placing arrays, dtype conversions) on
+    # its first batch; what must not compile is initialisation, the step or prediction.
+    program = {"jit(init_one)", "jit(step_one)", "jit(predict_one)"}
+    assert not program & set(counter.compiled), counter.compiled
+    monkeypatch.setattr(_memory, "free_memory_bytes", lambda: None)  # memory unknown: runs
+    with CompileCounter() as control:
+        train(model_fn, data, TrainConfig(epochs=1, batch_size=16, progress=False), GRID)
+    assert program <= set(control.compiled), control.compiled
 
 
 def test_ctrl_c_says_which_epochs_are_checkpointed_and_resume_says_where_it_continues(
