@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import jraph
 
+from swan_jax import gather
+
 Array = jax.Array
 
 
@@ -104,3 +106,54 @@ def dense_operator(graph: jraph.GraphsTuple, weights: Array, num_nodes: int) -> 
     """The dense `[N, N]` matrix with `M[receivers[e], senders[e]] += weights[e]`."""
     matrix = jnp.zeros((num_nodes, num_nodes), dtype=weights.dtype)
     return matrix.at[graph.receivers, graph.senders].add(weights)
+
+
+# --- the same operators on a prepared graph's slot layout (swan_jax.gather) ----------
+
+
+class SlotOperators(NamedTuple):
+    """Slot values (`[R, K]`, see `swan_jax.prepared`) of the operators SWAN aggregates with.
+
+    Attributes:
+      hat: `A_hat` (or `A_hat_F`); `hat_t`: `A_hat^T`.
+      phi: `A_hat + A_hat^T`, equal to itself at the mirror slot bit for bit.
+      psi: `A_tilde - A_tilde^T`, the negation of itself at the mirror slot bit for bit.
+    """
+
+    hat: Array
+    hat_t: Array
+    phi: Array
+    psi: Array
+
+
+def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
+                   dtype=jnp.float32) -> SlotOperators:
+    """The operators of `edge_operators` on a `PreparedGraph`, by gathers only.
+
+    `pair_weights [P]` are the learned `F` of each listed pair `(u <- v)` (one value
+    for all its parallel edges; the pair's edge count multiplies it); by default the
+    binary adjacency. Every value is built from the forward weight `f = A[u, v]` of its
+    slot and `b = A[v, u]` of the mirror slot with the same products in mirrored order,
+    so `phi` is exactly symmetric and `psi` exactly antisymmetric, and on a simple graph
+    `hat` equals `edge_operators`' edge weight bit for bit.
+    """
+    if adjacency not in ("sym", "adj"):
+        raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: sym, adj")
+    if pair_weights is None:
+        f = jnp.asarray(graph.forward_count, dtype)
+        b = jnp.asarray(graph.backward_count, dtype)
+    else:
+        weighted = pair_weights * jnp.asarray(graph.pair_count, pair_weights.dtype)
+        f = gather.pairs_to_slots(graph, weighted)
+        b = gather.mirror_slots(graph, f)
+    deg = gather.node_sum(graph, jnp.sum(f, axis=1))
+    inv = safe_inverse(deg)
+    psi = f * gather.row_owner(graph, inv)[:, None] - b * gather.gather_neighbors(graph, inv)
+    if adjacency == "sym":
+        inv_sqrt = safe_inverse(deg, 0.5)
+        row, neighbor = (gather.row_owner(graph, inv_sqrt)[:, None],
+                         gather.gather_neighbors(graph, inv_sqrt))
+        hat, hat_t = f * row * neighbor, b * neighbor * row
+    else:
+        hat, hat_t = f, b
+    return SlotOperators(hat=hat, hat_t=hat_t, phi=hat + hat_t, psi=psi)

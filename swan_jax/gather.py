@@ -1,0 +1,337 @@
+"""Gather-only kernels over a `PreparedGraph`'s slot layout (`swan_jax.prepared`).
+
+Every graph operation here is a *linear map with a custom transpose*, and both the map
+and its transpose are gathers (no scatter, no segment sum), so forward mode, reverse
+mode and `vmap` all stay gather-only:
+
+    node_sum          rows [R, c] -> nodes [N, c]     transpose: row_owner
+    row_owner         nodes [N, c] -> rows [R, c]     transpose: node_sum
+    gather_neighbors  nodes [N, c] -> slots [R, K, c] transpose: node_sum(sum_k mirror(.))
+    mirror_slots      slots -> slots                  transpose: itself
+    pairs_to_slots    pairs [P, c] -> slots           transpose: slots_to_pairs
+    gather_pair_ends  nodes -> pairs (receiver/sender) transpose: node sums over slots
+    aggregate         sum_i M_i Y_i                   transpose in Y: sum_i M_i^T g
+
+The transposes rest on one identity of the layout: the slots whose neighbour is `v`
+are exactly the mirrors of `v`'s own slots, so `(M^T g)[v]` is a sum over `v`'s rows
+of `M[mirror] * g[neighbour]` (`aggregate` with the mirrored values).
+
+The maps are `jax.lax.custom_linear_solve` calls with an identity `matvec`: the "solve"
+is the map, the "transpose solve" its transpose. JAX then differentiates them in both
+modes and batches them, and transposes them with our gathers instead of the scatter-add
+it would derive for a gather. A map between spaces of different sizes is embedded in
+the larger one (input padded with `jnp.pad`, a linear op; output cut back).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+from swan_jax.prepared import PreparedGraph
+
+Array = jax.Array
+
+# Slot widths up to this are unrolled into one gather per slot column (measured faster
+# on CPU than one [R, K, c] gather); wider layouts gather every slot at once.
+UNROLL_SLOTS = 16
+
+
+def _identity(v):
+    return v
+
+
+def custom_linear(fn: Callable, fn_transpose: Callable, b):
+    """`fn(b)` for a linear `fn` (output structured like `b`) with transpose `fn_transpose`."""
+    return jax.lax.custom_linear_solve(_identity, b, lambda _, v: fn(v),
+                                       lambda _, v: fn_transpose(v))
+
+
+def _pad_rows(x: Array, rows: int) -> Array:
+    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
+
+
+def _as_rows(x: Array, lead: int) -> tuple[Array, tuple[int, ...]]:
+    """`x [lead..., c...] -> [prod(lead), prod(c)]` and the trailing shape."""
+    lead_shape = x.shape[:lead]
+    rows = 1
+    for s in lead_shape:
+        rows *= s
+    return x.reshape((rows, -1)), x.shape[lead:]
+
+
+def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
+              out_rows: int) -> Array:
+    """A linear `[in_rows, c] -> [out_rows, c]` map as a square map on `max` rows."""
+    size = max(in_rows, out_rows)
+    out = custom_linear(lambda b: _pad_rows(fn(b[:in_rows]), size),
+                        lambda b: _pad_rows(fn_transpose(b[:out_rows]), size),
+                        _pad_rows(x, size))
+    return out[:out_rows]
+
+
+# --- implementations (plain gathers; callers go through the linear maps below) -------
+
+
+def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+    """Per node, `combine` over its overflow rows (segmented scan): `[N, c]`."""
+    flags = graph.overflow_first
+
+    def step(a, b):
+        flag_a, value_a = a
+        flag_b, value_b = b
+        return flag_a | flag_b, jnp.where(flag_b[:, None], value_b, combine(value_a, value_b))
+
+    _, scanned = jax.lax.associative_scan(step, (flags, overflow))
+    return scanned[graph.overflow_last]
+
+
+def _node_sum(graph: PreparedGraph, rows: Array) -> Array:
+    """`[R, c] -> [N, c]`: each node's row plus its overflow rows."""
+    n = graph.num_nodes
+    if graph.num_overflow == 0:
+        return rows
+    totals = _overflow_totals(graph, rows[n:], jnp.add)
+    return rows[:n] + jnp.where(graph.has_overflow[:, None], totals, 0)
+
+
+def _row_owner(graph: PreparedGraph, nodes: Array) -> Array:
+    """`[N, c] -> [R, c]`: each row gets its node's value."""
+    if graph.num_overflow == 0:
+        return nodes
+    return jnp.concatenate([nodes, nodes[graph.overflow_owner]])
+
+
+def _mirror(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c]` flat slots -> the values of their mirror slots."""
+    return slots[graph.mirror.reshape(-1)]
+
+
+def _pairs_to_slots(graph: PreparedGraph, pairs: Array) -> Array:
+    """`[P, c] -> [R K, c]`: a listed pair's value on its slot, 0 on the other slots."""
+    extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
+    return extended[graph.slot_pair.reshape(-1)]
+
+
+def _pair_mask(graph: PreparedGraph, dtype) -> Array:
+    return (graph.pair_count > 0).astype(dtype)[:, None]
+
+
+def _slots_to_pairs(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c] -> [P, c]`: the slot value of each listed pair (0 on padding pairs)."""
+    return slots[graph.pair_slot] * _pair_mask(graph, slots.dtype)
+
+
+def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c]` flat slots -> per-node sums over every slot of its rows `[N, c]`."""
+    r, k = graph.num_rows, graph.slot_width
+    return _node_sum(graph, slots.reshape(r, k, -1).sum(axis=1))
+
+
+# --- linear maps with gather-only transposes --------------------------------------
+
+
+def node_sum(graph: PreparedGraph, rows: Array) -> Array:
+    """Sum each node's rows: `[R, ...] -> [N, ...]` (identity without overflow rows)."""
+    if graph.num_overflow == 0:
+        return rows
+    flat, tail = _as_rows(rows, 1)
+    r, n = graph.num_rows, graph.num_nodes
+    out = _embedded(functools.partial(_node_sum, graph), functools.partial(_row_owner, graph),
+                    flat, r, n)
+    return out.reshape((n,) + tail)
+
+
+def row_owner(graph: PreparedGraph, nodes: Array) -> Array:
+    """Each row's node value: `[N, ...] -> [R, ...]` (identity without overflow rows)."""
+    if graph.num_overflow == 0:
+        return nodes
+    flat, tail = _as_rows(nodes, 1)
+    r, n = graph.num_rows, graph.num_nodes
+    out = _embedded(functools.partial(_row_owner, graph), functools.partial(_node_sum, graph),
+                    flat, n, r)
+    return out.reshape((r,) + tail)
+
+
+def gather_neighbors(graph: PreparedGraph, nodes: Array) -> Array:
+    """`nodes[neighbors]`: `[N, ...] -> [R, K, ...]`."""
+    flat, tail = _as_rows(nodes, 1)
+    r, k, n = graph.num_rows, graph.slot_width, graph.num_nodes
+
+    def forward(x):
+        return x[graph.neighbors.reshape(-1)]
+
+    def transpose(g):
+        return _sum_slots(graph, _mirror(graph, g))
+
+    return _embedded(forward, transpose, flat, n, r * k).reshape((r, k) + tail)
+
+
+def mirror_slots(graph: PreparedGraph, slots: Array) -> Array:
+    """The value of each slot's mirror: `[R, K, ...] -> [R, K, ...]` (its own transpose)."""
+    flat, tail = _as_rows(slots, 2)
+    mirrored = functools.partial(_mirror, graph)
+    return custom_linear(mirrored, mirrored, flat).reshape(slots.shape[:2] + tail)
+
+
+def pairs_to_slots(graph: PreparedGraph, pairs: Array) -> Array:
+    """A listed pair's value on its slot, 0 elsewhere: `[P, ...] -> [R, K, ...]`."""
+    flat, tail = _as_rows(pairs, 1)
+    r, k, p = graph.num_rows, graph.slot_width, graph.num_pairs
+    out = _embedded(functools.partial(_pairs_to_slots, graph),
+                    functools.partial(_slots_to_pairs, graph), flat, p, r * k)
+    return out.reshape((r, k) + tail)
+
+
+def gather_pair_ends(graph: PreparedGraph, receiver_values: Array, sender_values: Array
+                     ) -> Array:
+    """`receiver_values[u] + sender_values[v]` for each listed pair `(u <- v)`: `[P, c]`.
+
+    0 on padding pairs. The transposes sum a pair's cotangent into its receiver over the
+    receiver's slots, and into its sender over the mirrored slots.
+    """
+    n, p = graph.num_nodes, graph.num_pairs
+
+    def receivers(x):
+        return x[graph.pair_receivers] * _pair_mask(graph, x.dtype)
+
+    def senders(x):
+        return x[graph.pair_senders] * _pair_mask(graph, x.dtype)
+
+    def receivers_t(g):
+        return _sum_slots(graph, _pairs_to_slots(graph, g))
+
+    def senders_t(g):
+        return _sum_slots(graph, _mirror(graph, _pairs_to_slots(graph, g)))
+
+    return (_embedded(receivers, receivers_t, receiver_values, n, p)
+            + _embedded(senders, senders_t, sender_values, n, p))
+
+
+# --- the aggregation ---------------------------------------------------------------
+
+
+def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array]) -> Array:
+    """`rows[r] = sum_k sum_i values_i[r, k] * ys_i[neighbors[r, k]]`: `[R, c]`."""
+    neighbors = graph.neighbors
+    k_max = graph.slot_width
+    if k_max <= UNROLL_SLOTS:
+        out = None
+        for k in range(k_max):
+            column = neighbors[:, k]
+            for v, y in zip(values, ys, strict=True):
+                term = v[:, k, None] * y[column]
+                out = term if out is None else out + term
+        return out
+    return sum(jnp.einsum("rk,rkc->rc", v, y[neighbors]) for v, y in zip(values, ys,
+                                                                           strict=True))
+
+
+def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: Array
+                          ) -> list[Array]:
+    """`[M_i^T g]` as rows, sharing one gather of `g` per slot column."""
+    neighbors = graph.neighbors
+    if graph.slot_width > UNROLL_SLOTS:
+        gathered = g[neighbors]
+        return [jnp.einsum("rk,rkc->rc", v, gathered) for v in transposed]
+    outs: list[Array | None] = [None] * len(transposed)
+    for k in range(graph.slot_width):
+        column = g[neighbors[:, k]]
+        for i, v in enumerate(transposed):
+            term = v[:, k, None] * column
+            outs[i] = term if outs[i] is None else outs[i] + term
+    return outs
+
+
+def _aggregate_impl(graph, values, ys):
+    if graph.slot_width == 0 or graph.num_rows == 0:
+        return jnp.zeros_like(ys[0])
+    return _node_sum(graph, _slot_rows(graph, values, ys))
+
+
+def _is_zero(t) -> bool:
+    return type(t) is SymbolicZero
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, ys: tuple) -> Array:
+    return _aggregate_impl(graph, values, ys)
+
+
+@_aggregate.defjvp
+def _aggregate_jvp(graph, primals, tangents):
+    values, transposed, ys = primals
+    d_values, _, d_ys = tangents  # the output does not depend on `transposed`
+    out = _aggregate_impl(graph, values, ys)
+    terms = []
+    if not all(_is_zero(t) for t in d_ys):
+        d_ys = tuple(jnp.zeros_like(y) if _is_zero(t) else t for y, t in zip(ys, d_ys,
+                                                                           strict=True))
+
+        def forward(b):
+            return (_aggregate_impl(graph, values, b),) + tuple(jnp.zeros_like(y)
+                                                                for y in b[1:])
+
+        def transpose(c):
+            g = c[0]
+            if graph.slot_width == 0 or graph.num_rows == 0:
+                return tuple(jnp.zeros_like(g) for _ in transposed)
+            return tuple(_node_sum(graph, rows)
+                         for rows in _slot_rows_transposed(graph, transposed, g))
+
+        terms.append(custom_linear(forward, transpose, d_ys)[0])
+    for v, dv, y in zip(values, d_values, ys, strict=True):
+        if not _is_zero(dv) and graph.slot_width and graph.num_rows:
+            # Linear in the values with `y` fixed: only `y` is gathered, so plain
+            # autodiff transposes it (into products and sums) with no scatter.
+            terms.append(node_sum(graph, _slot_rows(graph, (dv,), (y,))))
+    tangent = functools.reduce(jnp.add, terms) if terms else jnp.zeros_like(out)
+    return out, tangent
+
+
+_aggregate.defjvp(_aggregate_jvp, symbolic_zeros=True)
+
+
+def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequence[Array],
+              ys: Sequence[Array]) -> Array:
+    """`sum_i M_i Y_i`, the slot operators `M_i` given by their values: `[N, c]`.
+
+    Args:
+      graph: the prepared graph.
+      values: `[R, K]` values of each `M_i` (slot `(r, k)` holds `M_i[u, v]`).
+      transposed: `[R, K]` values of each `M_i^T` (`values_i` at the mirror slot: the
+        values themselves for a symmetric operator, their negation for an
+        antisymmetric one). Used only to transpose; no gradient flows through them.
+      ys: `[N, c]` inputs, one per operator, all of one shape.
+
+    One pass gathers every `Y_i` row per slot; the transpose in `Y` gathers the
+    cotangent once per slot column for all `M_i^T`. Bilinear: gradients reach the
+    values (the learned operators) through products with gathered `Y_i` only.
+    """
+    ys = tuple(ys)
+    shapes = {tuple(y.shape) for y in ys}
+    if len(shapes) != 1:
+        raise ValueError(f"aggregate needs inputs of one shape, got {sorted(shapes)}")
+    return _aggregate(graph, tuple(values), tuple(transposed), ys)
+
+
+def densify(graph: PreparedGraph, values: Array) -> Array:
+    """The dense `[N, N]` operator of slot values (tests and analysis only): a slot
+    `(r, k)` of node `u` naming `v` puts `values[r, k]` at `[u, v]`."""
+    n = graph.num_nodes
+    eye = jnp.eye(n, dtype=values.dtype)
+    return aggregate(graph, (values,), (values,), (eye,))
+
+
+def node_max(graph: PreparedGraph, rows: Array) -> Array:
+    """Per node, the maximum over its rows: `[R] -> [N]` (no derivative: hold it with
+    `stop_gradient`, e.g. as a softmax shift)."""
+    n = graph.num_nodes
+    if graph.num_overflow == 0:
+        return rows
+    totals = _overflow_totals(graph, rows[n:, None], jnp.maximum)[:, 0]
+    return jnp.where(graph.has_overflow, jnp.maximum(rows[:n], totals), rows[:n])
