@@ -111,14 +111,14 @@ def learned_edge_weights(params: Params, graph: Graph, x0: Array, cfg: SWANConfi
     For edge `v -> u` (sender v, receiver u):
     `F[u, v] = mean_c ReLU(K2 sigma(K1 [x_u(0) ++ x_v(0)]))`. `[E]` on a GraphsTuple;
     on a `PreparedGraph`, `[P]` on its listed pairs `(u <- v)` (parallel edges share
-    one value), with `K1 [x_u ++ x_v] = x_u K1[:d] + x_v K1[d:]` as two `[N, d] x [d, d]`
-    products gathered to the pairs.
+    one value), with `K1 [x_u ++ x_v] = x_u K1[:d] + x_v K1[d:]` from one `[N, d] x [d, 2d]`
+    product gathered to the pairs.
     """
     sigma = ACTIVATION_FNS[cfg.edge_activation]
     if isinstance(graph, PreparedGraph):
         d = x0.shape[-1]
-        pair = gather.gather_pair_ends(graph, x0 @ params["K1"][:d], x0 @ params["K1"][d:])
-        hidden = sigma(pair + params["k1"])
+        ends = x0 @ jnp.concatenate([params["K1"][:d], params["K1"][d:]], axis=1)  # one product
+        hidden = sigma(gather.gather_pair_ends(graph, ends[:, :d], ends[:, d:]) + params["k1"])
     else:
         pair = jnp.concatenate([x0[graph.receivers], x0[graph.senders]], axis=-1)
         hidden = sigma(pair @ params["K1"] + params["k1"])
@@ -202,7 +202,7 @@ def _slot_field(params: Params, graph: PreparedGraph, x: Array, ops: SlotOperato
         Z = p["Z"]
         blocks.append(cfg.beta * (Z + Z.T))
         values.append(ops.psi)
-        transposed.append(-ops.psi)
+        transposed.append(ops.psi_t)
     y = x @ jnp.concatenate(blocks, axis=1)
     inputs = [y[:, (i + 1) * d:(i + 2) * d] for i in range(len(values))]
     pre = y[:, :d] + p["b"] + gather.aggregate(graph, values, transposed, inputs)

@@ -74,6 +74,36 @@ def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
     return out[:out_rows]
 
 
+def _opaque_identity(tree):
+    """The identity, through a loop XLA cannot see through (its trip count is data)."""
+    leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
+    if not leaves:
+        return tree
+    # A trip count the compiler cannot know (it is 0 unless the first value is NaN, and
+    # the body is the identity anyway), so XLA keeps the loop and the arrays as they are.
+    first = jnp.reshape(leaves[0], -1)[0]
+    trips = jnp.isnan(first).astype(jnp.int32)
+
+    def body(carry):  # the identity, in a form XLA cannot prove loop-invariant
+        count, values = carry
+        keep = (count >= 0).astype(jnp.int32)
+        return count - 1, jax.tree_util.tree_map(lambda a: a * keep.astype(a.dtype), values)
+
+    _, out = jax.lax.while_loop(lambda c: c[0] > 0, body, (trips, tree))
+    return out
+
+
+def materialize(tree):
+    """`tree`, stored once: XLA fuses cheap producers into every consumer and recomputes
+    them per output element; operator values used by every step must not be.
+
+    A linear identity (so `grad`, `jvp`, `vmap` pass through) whose forward, tangent and
+    transpose go through `_opaque_identity`. (`jax.lax.optimization_barrier` is dropped
+    by XLA's CPU pipeline before fusion.)
+    """
+    return custom_linear(_opaque_identity, _opaque_identity, tree)
+
+
 # --- implementations (plain gathers; callers go through the linear maps below) -------
 
 
@@ -124,6 +154,16 @@ def _pair_mask(graph: PreparedGraph, dtype) -> Array:
 def _slots_to_pairs(graph: PreparedGraph, slots: Array) -> Array:
     """`[R K, c] -> [P, c]`: the slot value of each listed pair (0 on padding pairs)."""
     return slots[graph.pair_slot] * _pair_mask(graph, slots.dtype)
+
+
+def _gather_sum(graph: PreparedGraph, pairs: Array, index: Array) -> Array:
+    """`[P, c] -> [N, c]`: per node, the sum over its slots of `pairs[index[r, k]]`
+    (`index == P` reads a zero row)."""
+    extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
+    out = extended[index[:, 0]]
+    for k in range(1, index.shape[1]):
+        out = out + extended[index[:, k]]
+    return _node_sum(graph, out)
 
 
 def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
@@ -202,11 +242,12 @@ def gather_pair_ends(graph: PreparedGraph, receiver_values: Array, sender_values
     def senders(x):
         return x[graph.pair_senders] * _pair_mask(graph, x.dtype)
 
-    def receivers_t(g):
-        return _sum_slots(graph, _pairs_to_slots(graph, g))
+    def receivers_t(g):  # sum over the node's slots of their listed pair's cotangent
+        return _gather_sum(graph, g, graph.slot_pair)
 
-    def senders_t(g):
-        return _sum_slots(graph, _mirror(graph, _pairs_to_slots(graph, g)))
+    def senders_t(g):  # the same over the mirrored slots (the pairs it sends along)
+        mirrored = graph.slot_pair.reshape(-1)[graph.mirror.reshape(-1)]
+        return _gather_sum(graph, g, mirrored.reshape(graph.slot_pair.shape))
 
     return (_embedded(receivers, receivers_t, receiver_values, n, p)
             + _embedded(senders, senders_t, sender_values, n, p))
@@ -257,40 +298,82 @@ def _is_zero(t) -> bool:
     return type(t) is SymbolicZero
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+@jax.custom_jvp
 def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, ys: tuple) -> Array:
     return _aggregate_impl(graph, values, ys)
 
 
-@_aggregate.defjvp
-def _aggregate_jvp(graph, primals, tangents):
-    values, transposed, ys = primals
-    d_values, _, d_ys = tangents  # the output does not depend on `transposed`
+def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> list[Array]:
+    """`d<g, sum_k v[:, k] y[neighbors[:, k]]> / dv = <g[row], y[neighbor]>` per slot,
+    every slot column in one pass per `y`: `[R, K]` each."""
+    if not ys:
+        return []
+    rows = _row_owner(graph, g)
+    # One gather of every `y` row at once (adjacent column slices of one product merge
+    # back into it), then a batched dot: written as a sum of products, XLA's CPU backend
+    # hands it to a reduction kernel measured 10-50x slower here.
+    stacked = jnp.concatenate(ys, axis=-1)[graph.neighbors]
+    r, k = graph.num_rows, graph.slot_width
+    out = jnp.einsum("rc,rkjc->rkj", rows, stacked.reshape(r, k, len(ys), -1))
+    return [out[:, :, j] for j in range(len(ys))]
+
+
+def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> Array:
+    """`fn(b)` (an array shaped like `like`) for a linear `fn` of the tuple `b`, with
+    transpose `fn_transpose: like -> tuple`; see `custom_linear` for the embedding."""
+    for j, leaf in enumerate(b):
+        if leaf.shape == like.shape and leaf.dtype == like.dtype:
+            def forward(v, j=j):
+                out = fn(v)
+                return tuple(out if i == j else jnp.zeros_like(x) for i, x in enumerate(v))
+
+            return custom_linear(forward, lambda c, j=j: fn_transpose(c[j]), b)[j]
+    # No input has the output's shape: embed both in one flat vector.
+    sizes = [leaf.size for leaf in b]
+    size = max(sum(sizes), like.size)
+
+    def unflatten(flat):
+        parts, start = [], 0
+        for leaf, n in zip(b, sizes, strict=True):
+            parts.append(flat[start:start + n].reshape(leaf.shape))
+            start += n
+        return tuple(parts)
+
+    def flatten(tree):
+        return _pad_rows(jnp.concatenate([leaf.reshape(-1) for leaf in tree]), size)
+
+    flat = custom_linear(lambda v: _pad_rows(fn(unflatten(v)).reshape(-1), size),
+                         lambda c: flatten(fn_transpose(c[:like.size].reshape(like.shape))),
+                         flatten(b))
+    return flat[:like.size].reshape(like.shape)
+
+
+def _aggregate_jvp(primals, tangents):
+    graph, values, transposed, ys = primals
+    # The output depends on neither the layout (indices) nor `transposed`.
+    _, d_values, _, d_ys = tangents
     out = _aggregate_impl(graph, values, ys)
-    terms = []
-    if not all(_is_zero(t) for t in d_ys):
-        d_ys = tuple(jnp.zeros_like(y) if _is_zero(t) else t for y, t in zip(ys, d_ys,
-                                                                           strict=True))
+    live_y = [i for i, t in enumerate(d_ys) if not _is_zero(t)]
+    live_v = [i for i, t in enumerate(d_values) if not _is_zero(t)]
+    if not (live_y or live_v) or graph.num_rows == 0:
+        return out, jnp.zeros_like(out)
+    b = tuple(d_ys[i] for i in live_y) + tuple(d_values[i] for i in live_v)
+    split = len(live_y)
 
-        def forward(b):
-            return (_aggregate_impl(graph, values, b),) + tuple(jnp.zeros_like(y)
-                                                                for y in b[1:])
+    def tangent(v):
+        """`sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
+        rows = _slot_rows(graph, [values[i] for i in live_y] + list(v[split:]),
+                          list(v[:split]) + [ys[i] for i in live_v])
+        return _node_sum(graph, rows)
 
-        def transpose(c):
-            g = c[0]
-            if graph.slot_width == 0 or graph.num_rows == 0:
-                return tuple(jnp.zeros_like(g) for _ in transposed)
-            return tuple(_node_sum(graph, rows)
-                         for rows in _slot_rows_transposed(graph, transposed, g))
+    def tangent_t(g):
+        """`M_i^T g` (one gather of `g` per slot column) and `<g[row], Y_i[neighbor]>`."""
+        g_ys = _slot_rows_transposed(graph, [transposed[i] for i in live_y], g) if live_y \
+            else []
+        return (tuple(_node_sum(graph, rows) for rows in g_ys)
+                + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v])))
 
-        terms.append(custom_linear(forward, transpose, d_ys)[0])
-    for v, dv, y in zip(values, d_values, ys, strict=True):
-        if not _is_zero(dv) and graph.slot_width and graph.num_rows:
-            # Linear in the values with `y` fixed: only `y` is gathered, so plain
-            # autodiff transposes it (into products and sums) with no scatter.
-            terms.append(node_sum(graph, _slot_rows(graph, (dv,), (y,))))
-    tangent = functools.reduce(jnp.add, terms) if terms else jnp.zeros_like(out)
-    return out, tangent
+    return out, _linear_map(tangent, tangent_t, b, out)
 
 
 _aggregate.defjvp(_aggregate_jvp, symbolic_zeros=True)
@@ -316,7 +399,13 @@ def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequenc
     shapes = {tuple(y.shape) for y in ys}
     if len(shapes) != 1:
         raise ValueError(f"aggregate needs inputs of one shape, got {sorted(shapes)}")
-    return _aggregate(graph, tuple(values), tuple(transposed), ys)
+    return _aggregate(layout_only(graph), tuple(values), tuple(transposed), ys)
+
+
+def layout_only(graph: PreparedGraph) -> PreparedGraph:
+    """The graph without its GraphsTuple fields and counts: what the kernels index with."""
+    return graph._replace(nodes=None, edges=None, receivers=None, senders=None, globals=None,
+                          n_node=None, n_edge=None, forward_count=None, backward_count=None)
 
 
 def densify(graph: PreparedGraph, values: Array) -> Array:

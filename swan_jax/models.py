@@ -45,7 +45,9 @@ def scaled_slot_aggregate(graph: PreparedGraph, row_scale: Array, neighbor_scale
         graph, neighbor_scale)
     columns, mirrored = gather.gather_neighbors(graph, row_scale), gather.row_owner(
         graph, neighbor_scale)[:, None]
-    return gather.aggregate(graph, (f * rows * neighbors,), (b * columns * mirrored,), (x,))
+    # Stored once (see `gather.materialize`), not recomputed per output element.
+    values, transposed = gather.materialize((f * rows * neighbors, b * columns * mirrored))
+    return gather.aggregate(graph, (values,), (transposed,), (x,))
 
 
 def node_graph_index(graph: jraph.GraphsTuple, num_nodes: int) -> Array:
@@ -115,8 +117,9 @@ class GCNLayer(nn.Module):
         h = nn.Dense(self.hidden)(x)
         if isinstance(graph, PreparedGraph):
             inv_sqrt = safe_inverse(slot_adjacency(graph, x.dtype)[2] + 1.0, 0.5)
-            return (scaled_slot_aggregate(graph, inv_sqrt, inv_sqrt, h)
-                    + h * (inv_sqrt**2)[:, None])
+            # Stored once: the activation after the layer and its derivative both read it.
+            return gather.materialize(scaled_slot_aggregate(graph, inv_sqrt, inv_sqrt, h)
+                                      + h * (inv_sqrt**2)[:, None])
         deg = in_degree(graph, x.shape[0]).astype(x.dtype) + 1.0
         inv_sqrt = safe_inverse(deg, 0.5)
         weights = inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
@@ -169,7 +172,7 @@ class GATLayer(nn.Module):
         a_dst = nn.Dense(1, use_bias=False)(h)[:, 0]
         bias = self.param("bias", nn.initializers.zeros, (self.hidden,))
         if isinstance(graph, PreparedGraph):
-            return slot_attention(graph, a_src, a_dst, h) + bias
+            return gather.materialize(slot_attention(graph, a_src, a_dst, h) + bias)
         loops = jnp.arange(n)
         senders = jnp.concatenate([graph.senders, loops])
         receivers = jnp.concatenate([graph.receivers, loops])

@@ -117,13 +117,15 @@ class SlotOperators(NamedTuple):
     Attributes:
       hat: `A_hat` (or `A_hat_F`); `hat_t`: `A_hat^T`.
       phi: `A_hat + A_hat^T`, equal to itself at the mirror slot bit for bit.
-      psi: `A_tilde - A_tilde^T`, the negation of itself at the mirror slot bit for bit.
+      psi: `A_tilde - A_tilde^T`, the negation of itself at the mirror slot bit for bit;
+        `psi_t = -psi` its transpose.
     """
 
     hat: Array
     hat_t: Array
     phi: Array
     psi: Array
+    psi_t: Array
 
 
 def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
@@ -156,4 +158,6 @@ def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
         hat, hat_t = f * row * neighbor, b * neighbor * row
     else:
         hat, hat_t = f, b
-    return SlotOperators(hat=hat, hat_t=hat_t, phi=hat + hat_t, psi=psi)
+    # Stored once: every step of a solve reads them (see `gather.materialize`).
+    return gather.materialize(SlotOperators(hat=hat, hat_t=hat_t, phi=hat + hat_t, psi=psi,
+                                            psi_t=-psi))

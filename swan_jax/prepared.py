@@ -322,8 +322,10 @@ def validate_prepared(graph: PreparedGraph) -> None:
     kinds = {"int": np.integer, "float": np.floating, "bool": np.bool_}
     for name, kind in LAYOUT_DTYPES.items():
         value = getattr(graph, name)
-        if value is None or not np.issubdtype(np.result_type(value), kinds[kind]):
-            got = "None" if value is None else np.result_type(value)
+        dtype = None if value is None else (value.dtype if hasattr(value, "dtype")
+                                            else np.asarray(value).dtype)
+        if dtype is None or not np.issubdtype(dtype, kinds[kind]):
+            got = "None" if value is None else dtype
             raise ValueError(f"prepared graph field {name} must hold {kind}s, got {got}")
     rows, width = np.shape(graph.neighbors)[-2:]
     n, o, p = graph.num_nodes, graph.num_overflow, graph.num_pairs

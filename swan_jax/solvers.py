@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from swan_jax import gather
 from swan_jax.config import SWANConfig
 from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
 from swan_jax.validation import is_traced, traced_checks
@@ -232,6 +233,9 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
     adaptive = default_adaptive if adaptive is None else adaptive
     if adjoint not in ADJOINTS:
         raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
+    # Stored once: else XLA recomputes an encoder's output (e.g. nine embedding lookups)
+    # inside each of its consumers.
+    x0 = gather.materialize(x0)
     ops = build_operators(params, graph, x0, cfg)
     times = layer_times(cfg, x0.dtype)
     name = solver if isinstance(solver, str) else type(solver).__name__
