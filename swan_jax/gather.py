@@ -97,11 +97,12 @@ def materialize(tree):
     """`tree`, stored once: XLA fuses cheap producers into every consumer and recomputes
     them per output element; operator values used by every step must not be.
 
-    A linear identity (so `grad`, `jvp`, `vmap` pass through) whose forward, tangent and
-    transpose go through `_opaque_identity`. (`jax.lax.optimization_barrier` is dropped
-    by XLA's CPU pipeline before fusion.)
+    Per array, a linear identity (so `grad`, `jvp`, `vmap` pass through) whose forward,
+    tangent and transpose go through `_opaque_identity`. (`jax.lax.optimization_barrier`
+    is dropped by XLA's CPU pipeline before fusion.)
     """
-    return custom_linear(_opaque_identity, _opaque_identity, tree)
+    return jax.tree_util.tree_map(
+        lambda leaf: custom_linear(_opaque_identity, _opaque_identity, leaf), tree)
 
 
 # --- implementations (plain gathers; callers go through the linear maps below) -------
@@ -327,7 +328,12 @@ def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> 
                 out = fn(v)
                 return tuple(out if i == j else jnp.zeros_like(x) for i, x in enumerate(v))
 
-            return custom_linear(forward, lambda c, j=j: fn_transpose(c[j]), b)[j]
+            solution = custom_linear(forward, lambda c, j=j: fn_transpose(c[j]), b)
+            # Tie the (zero) other outputs in, so that no cotangent of the solve is ever a
+            # symbolic zero (its transpose rule cannot take one); XLA drops the zeros.
+            return functools.reduce(
+                jnp.add, (0 * jnp.sum(x) for i, x in enumerate(solution) if i != j),
+                solution[j])
     # No input has the output's shape: embed both in one flat vector.
     sizes = [leaf.size for leaf in b]
     size = max(sum(sizes), like.size)

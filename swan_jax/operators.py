@@ -134,30 +134,31 @@ def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
 
     `pair_weights [P]` are the learned `F` of each listed pair `(u <- v)` (one value
     for all its parallel edges; the pair's edge count multiplies it); by default the
-    binary adjacency. Every value is built from the forward weight `f = A[u, v]` of its
-    slot and `b = A[v, u]` of the mirror slot with the same products in mirrored order,
-    so `phi` is exactly symmetric and `psi` exactly antisymmetric, and on a simple graph
-    `hat` equals `edge_operators`' edge weight bit for bit.
+    binary adjacency. `A_hat` and `A_tilde` are built on each slot from its forward
+    weight `f = A[u, v]` (the products of `edge_operators`, so on a simple graph `hat`
+    equals its edge weight bit for bit), stored, and then combined with their values at
+    the mirror slot: `phi = a + a[mirror]`, `psi = t - t[mirror]`. A sum and a difference
+    of two stored numbers are exactly symmetric and antisymmetric under any compiler
+    (a fused multiply-add inside `f u - b v` would round its two sides differently).
     """
     if adjacency not in ("sym", "adj"):
         raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: sym, adj")
     if pair_weights is None:
         f = jnp.asarray(graph.forward_count, dtype)
-        b = jnp.asarray(graph.backward_count, dtype)
     else:
-        weighted = pair_weights * jnp.asarray(graph.pair_count, pair_weights.dtype)
-        f = gather.pairs_to_slots(graph, weighted)
-        b = gather.mirror_slots(graph, f)
+        f = gather.pairs_to_slots(
+            graph, pair_weights * jnp.asarray(graph.pair_count, pair_weights.dtype))
     deg = gather.node_sum(graph, jnp.sum(f, axis=1))
-    inv = safe_inverse(deg)
-    psi = f * gather.row_owner(graph, inv)[:, None] - b * gather.gather_neighbors(graph, inv)
+    tilde = gather.materialize(f * gather.row_owner(graph, safe_inverse(deg))[:, None])
+    psi = tilde - gather.mirror_slots(graph, tilde)
     if adjacency == "sym":
         inv_sqrt = safe_inverse(deg, 0.5)
-        row, neighbor = (gather.row_owner(graph, inv_sqrt)[:, None],
-                         gather.gather_neighbors(graph, inv_sqrt))
-        hat, hat_t = f * row * neighbor, b * neighbor * row
+        hat = f * gather.row_owner(graph, inv_sqrt)[:, None] * gather.gather_neighbors(
+            graph, inv_sqrt)
     else:
-        hat, hat_t = f, b
+        hat = f
+    hat = gather.materialize(hat)
+    hat_t = gather.mirror_slots(graph, hat)
     # Stored once: every step of a solve reads them (see `gather.materialize`).
     return gather.materialize(SlotOperators(hat=hat, hat_t=hat_t, phi=hat + hat_t, psi=psi,
                                             psi_t=-psi))
