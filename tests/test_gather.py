@@ -249,14 +249,14 @@ def test_forward_mode_jacobians_equal_the_segment_path(x64):
     pg = prepared(graph, 2)
     params = make_params(cfg, 2, seed=15)
     x = jnp.asarray(np.random.default_rng(16).normal(size=(pg.num_nodes, 2)))
-    for argnums in (0, 1):
-        def f(p, x, g):
-            return sj.vector_field(p, g, x, cfg, x0=x)
+    def f(p, x, g):
+        return sj.vector_field(p, g, x, cfg, x0=x)
 
-        assert_close(jax.jacfwd(f, argnums=argnums)(params, x, pg),
-                     jax.jacfwd(f, argnums=argnums)(params, x, graph))
-        assert_close(jax.jacrev(f, argnums=argnums)(params, x, pg),
-                     jax.jacfwd(f, argnums=argnums)(params, x, graph))
+    for argnums in (0, 1):
+        forward = jax.jit(jax.jacfwd(f, argnums=argnums))
+        reverse = jax.jit(jax.jacrev(f, argnums=argnums))
+        assert_close(forward(params, x, pg), forward(params, x, graph))
+        assert_close(reverse(params, x, pg), forward(params, x, graph))
 
 
 def test_vmap_over_seeds_and_hyperparameters_on_the_prepared_path():
@@ -376,3 +376,88 @@ def test_prepared_graph_and_state_rows_must_agree_even_under_jit():
     wrong = pg._replace(neighbors=pg.neighbors.at[0, 0].set(99))
     with pytest.raises(ValueError, match=r"field neighbors\[0\] \(flat\) = 99 is out of range"):
         sj.check_prepared(wrong)
+
+
+# --- prepared batches ----------------------------------------------------------------
+
+
+def varied_dataset(num_graphs: int, seed: int = 0):
+    """Graphs of 20 to 60 nodes: paths with chords and a hub, random features."""
+    from swan_jax.data import GraphDataset
+
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for _ in range(num_graphs):
+        n = int(rng.integers(20, 61))
+        s = np.arange(n - 1)
+        chords = rng.integers(0, n, (n // 4, 2))
+        hub = np.arange(1, min(n, 12))
+        send = np.concatenate([s, chords[:, 0], hub])
+        recv = np.concatenate([s + 1, chords[:, 1], np.zeros_like(hub)])
+        graphs.append(dict(nodes=rng.normal(size=(n, 3)).astype(np.float32),
+                           senders=np.concatenate([send, recv]),
+                           receivers=np.concatenate([recv, send]),
+                           graph_targets=rng.normal(size=(1, 2)).astype(np.float32)))
+    return GraphDataset.from_graphs(graphs)
+
+
+def test_batches_are_prepared_fill_the_budget_and_keep_one_shape():
+    from swan_jax.data.batching import budget_for, iterate_batches, padding_share
+
+    data = varied_dataset(300)
+    budget = budget_for(data, 32)
+    assert budget.slot_width is not None
+    batches = list(iterate_batches(data, 32, budget, np.random.default_rng(1)))
+    shapes = {tuple(np.shape(leaf) for leaf in jax.tree_util.tree_leaves(b.graph))
+              for b in batches}
+    assert len(shapes) == 1  # one compilation per epoch
+    fills = [1 - padding_share(b) for b in batches[:-1]]
+    assert np.mean(fills) >= 0.9, fills  # the quantile budget, not 1.15 x the mean
+    seen = np.concatenate([b.graph_targets[b.graph_mask][:, 0] for b in batches])
+    np.testing.assert_array_equal(np.sort(seen), np.sort(data.graph_targets[:, 0]))
+    for batch in batches[:3]:  # cut from the data set's closure = prepared from scratch
+        assert isinstance(batch.graph, sj.PreparedGraph)
+        fresh = sj.prepare_graph(sj.plain_graph(batch.graph), slot_width=budget.slot_width,
+                                 num_overflow=budget.n_overflow, num_pairs=budget.n_pair)
+        for a, b in zip(fresh, batch.graph, strict=True):
+            assert (a is None and b is None) or np.array_equal(a, b)
+
+
+def peptides(num: int, tmp_path):
+    """The first `num` real Peptides-func graphs when the raw files are here (no
+    download), else peptide-shaped stand-ins (`benchmarks.common`)."""
+    import os
+    from pathlib import Path
+
+    from swan_jax.data import load_peptides_func
+
+    for root in (os.environ.get("SWAN_DATA_DIR"), "/work/shared/data",
+                 str(Path(__file__).resolve().parents[2] / "shared" / "data")):
+        if root and (Path(root) / "peptides-functional").exists():
+            splits = load_peptides_func(root, tmp_path / "cache", limit=num, download=False,
+                                        progress=False)
+            return splits["train"], "real"
+    from benchmarks.common import _synthetic_peptides
+
+    return _synthetic_peptides(num), "synthetic"
+
+
+@pytest.mark.parametrize("variant", ["swan", "swan-learn"])
+def test_a_peptides_batch_gives_the_same_model_gradient_on_both_paths(variant, tmp_path, x64):
+    from swan_jax.data.batching import budget_for, iterate_batches
+    from swan_jax.encoders import AtomEncoder
+
+    data, _ = peptides(48, tmp_path)
+    batch = next(iterate_batches(data, 16, budget_for(data, 16)))
+    cfg = sj.SWANConfig(variant=variant, num_layers=3, epsilon=0.5)
+    model = sj.Model(AtomEncoder(16), sj.SWANBlock(cfg), sj.GraphReadout((8, 10),
+                                                                          pooling=("mean",)))
+    params = model.init(jax.random.PRNGKey(0), batch.graph)
+    params = jax.tree_util.tree_map(lambda p: p.astype(jnp.float64), params)
+
+    @jax.jit
+    def value_and_grad(p, g):
+        return jax.value_and_grad(lambda p: jnp.sum(model.apply(p, g) ** 2))(p)
+
+    graph = jax.tree_util.tree_map(jnp.asarray, batch.graph)
+    assert_close(value_and_grad(params, graph), value_and_grad(params, sj.plain_graph(graph)))
