@@ -123,10 +123,6 @@ def plain_graph(graph: jraph.GraphsTuple | PreparedGraph) -> jraph.GraphsTuple:
     return graph
 
 
-def is_prepared(graph: Any) -> bool:
-    return isinstance(graph, PreparedGraph)
-
-
 class Closure(NamedTuple):
     """Slots of the symmetric closure, sorted by `(owner, neighbour)`: `[S]` each.
 
@@ -373,7 +369,3 @@ def check_prepared(graph: PreparedGraph) -> None:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"prepared graph field mirror is not an involution at slot {i}")
 
-
-def device_put(graph: PreparedGraph) -> PreparedGraph:
-    """The prepared graph as JAX arrays."""
-    return jax.tree_util.tree_map(jax.numpy.asarray, graph)
