@@ -108,8 +108,8 @@ def materialize(tree):
 # --- implementations (plain gathers; callers go through the linear maps below) -------
 
 
-def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
-    """Per node, `combine` over its overflow rows (segmented scan): `[N, c]`."""
+def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+    """Within each node's run of overflow rows, the running `combine`: `[O, c]`."""
     flags = graph.overflow_first
 
     def step(a, b):
@@ -117,17 +117,31 @@ def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -
         flag_b, value_b = b
         return flag_a | flag_b, jnp.where(flag_b[:, None], value_b, combine(value_a, value_b))
 
-    _, scanned = jax.lax.associative_scan(step, (flags, overflow))
-    return scanned[graph.overflow_last]
+    return jax.lax.associative_scan(step, (flags, overflow))[1]
+
+
+def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+    """Per node, `combine` over its overflow rows, or 0 without any: `[N, c]`. The scan
+    over the (few) overflow rows is stored before it is gathered, so that XLA does not
+    redo it inside the node-sized consumer for every element."""
+    scanned = _opaque_identity(_segmented_scan(graph, overflow, combine))
+    return jnp.where(graph.has_overflow[:, None], scanned[graph.overflow_last], 0)
+
+
+def _per_node(graph: PreparedGraph, rows: Callable[[int, int], Array]) -> Array:
+    """`sum` over each node's rows of `rows(start, stop)` (rows `start:stop`, `[., c]`):
+    `[N, c]`. The node rows and the overflow rows are computed apart, so the node-sized
+    kernel is the same with or without overflow rows."""
+    n = graph.num_nodes
+    main = rows(0, n)
+    if graph.num_overflow == 0:
+        return main
+    return main + _overflow_totals(graph, rows(n, graph.num_rows), jnp.add)
 
 
 def _node_sum(graph: PreparedGraph, rows: Array) -> Array:
     """`[R, c] -> [N, c]`: each node's row plus its overflow rows."""
-    n = graph.num_nodes
-    if graph.num_overflow == 0:
-        return rows
-    totals = _overflow_totals(graph, rows[n:], jnp.add)
-    return rows[:n] + jnp.where(graph.has_overflow[:, None], totals, 0)
+    return _per_node(graph, lambda start, stop: rows[start:stop])
 
 
 def _row_owner(graph: PreparedGraph, nodes: Array) -> Array:
@@ -161,16 +175,21 @@ def _gather_sum(graph: PreparedGraph, pairs: Array, index: Array) -> Array:
     """`[P, c] -> [N, c]`: per node, the sum over its slots of `pairs[index[r, k]]`
     (`index == P` reads a zero row)."""
     extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
-    out = extended[index[:, 0]]
-    for k in range(1, index.shape[1]):
-        out = out + extended[index[:, k]]
-    return _node_sum(graph, out)
+
+    def rows(start, stop):
+        out = extended[index[start:stop, 0]]
+        for k in range(1, index.shape[1]):
+            out = out + extended[index[start:stop, k]]
+        return out
+
+    return _per_node(graph, rows)
 
 
 def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
     """`[R K, c]` flat slots -> per-node sums over every slot of its rows `[N, c]`."""
     r, k = graph.num_rows, graph.slot_width
-    return _node_sum(graph, slots.reshape(r, k, -1).sum(axis=1))
+    slots = slots.reshape(r, k, -1)
+    return _per_node(graph, lambda start, stop: slots[start:stop].sum(axis=1))
 
 
 # --- linear maps with gather-only transposes --------------------------------------
@@ -257,9 +276,12 @@ def gather_pair_ends(graph: PreparedGraph, receiver_values: Array, sender_values
 # --- the aggregation ---------------------------------------------------------------
 
 
-def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array]) -> Array:
-    """`rows[r] = sum_k sum_i values_i[r, k] * ys_i[neighbors[r, k]]`: `[R, c]`."""
-    neighbors = graph.neighbors
+def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array],
+               start: int = 0, stop: int | None = None) -> Array:
+    """`rows[r] = sum_k sum_i values_i[r, k] * ys_i[neighbors[r, k]]` for the rows
+    `start:stop` (all by default): `[stop - start, c]`."""
+    neighbors = graph.neighbors[start:stop]
+    values = [v[start:stop] for v in values]
     k_max = graph.slot_width
     if k_max <= UNROLL_SLOTS:
         out = None
@@ -273,15 +295,16 @@ def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array
                                                                            strict=True))
 
 
-def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: Array
-                          ) -> list[Array]:
-    """`[M_i^T g]` as rows, sharing one gather of `g` per slot column."""
-    neighbors = graph.neighbors
+def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: Array,
+                          start: int = 0, stop: int | None = None) -> list[Array]:
+    """`[M_i^T g]` as rows `start:stop`, sharing one gather of `g` per slot column."""
+    neighbors = graph.neighbors[start:stop]
+    transposed = [v[start:stop] for v in transposed]
     if graph.slot_width > UNROLL_SLOTS:
         gathered = g[neighbors]
         return [jnp.einsum("rk,rkc->rc", v, gathered) for v in transposed]
     outs: list[Array | None] = [None] * len(transposed)
-    for k in range(graph.slot_width):
+    for k in range(neighbors.shape[1]):
         column = g[neighbors[:, k]]
         for i, v in enumerate(transposed):
             term = v[:, k, None] * column
@@ -292,7 +315,16 @@ def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: 
 def _aggregate_impl(graph, values, ys):
     if graph.slot_width == 0 or graph.num_rows == 0:
         return jnp.zeros_like(ys[0])
-    return _node_sum(graph, _slot_rows(graph, values, ys))
+    return _per_node(graph, lambda start, stop: _slot_rows(graph, values, ys, start, stop))
+
+
+def _transposed_per_node(graph, transposed, g) -> list[Array]:
+    """`[M_i^T g]` per node: `[N, c]` each."""
+    main = _slot_rows_transposed(graph, transposed, g, 0, graph.num_nodes)
+    if graph.num_overflow == 0:
+        return main
+    over = _slot_rows_transposed(graph, transposed, g, graph.num_nodes, graph.num_rows)
+    return [m + _overflow_totals(graph, o, jnp.add) for m, o in zip(main, over, strict=True)]
 
 
 def _is_zero(t) -> bool:
@@ -309,14 +341,21 @@ def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> li
     every slot column in one pass per `y`: `[R, K]` each."""
     if not ys:
         return []
-    rows = _row_owner(graph, g)
     # One gather of every `y` row at once (adjacent column slices of one product merge
     # back into it), then a batched dot: written as a sum of products, XLA's CPU backend
-    # hands it to a reduction kernel measured 10-50x slower here.
-    stacked = jnp.concatenate(ys, axis=-1)[graph.neighbors]
-    r, k = graph.num_rows, graph.slot_width
-    out = jnp.einsum("rc,rkjc->rkj", rows, stacked.reshape(r, k, len(ys), -1))
-    return [out[:, :, j] for j in range(len(ys))]
+    # hands it to a reduction kernel measured 10-50x slower here. Node rows read `g`
+    # itself; the few overflow rows read their node's row.
+    both = jnp.concatenate(ys, axis=-1)
+    n, k, m = graph.num_nodes, graph.slot_width, len(ys)
+
+    def dots(rows, neighbors):
+        gathered = both[neighbors].reshape(rows.shape[0], k, m, -1)
+        return jnp.einsum("rc,rkjc->rkj", rows, gathered)
+
+    out = dots(g, graph.neighbors[:n])
+    if graph.num_overflow:
+        out = jnp.concatenate([out, dots(g[graph.overflow_owner], graph.neighbors[n:])])
+    return [out[:, :, j] for j in range(m)]
 
 
 def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> Array:
@@ -368,16 +407,14 @@ def _aggregate_jvp(primals, tangents):
 
     def tangent(v):
         """`sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
-        rows = _slot_rows(graph, [values[i] for i in live_y] + list(v[split:]),
-                          list(v[:split]) + [ys[i] for i in live_v])
-        return _node_sum(graph, rows)
+        return _aggregate_impl(graph, [values[i] for i in live_y] + list(v[split:]),
+                               list(v[:split]) + [ys[i] for i in live_v])
 
     def tangent_t(g):
         """`M_i^T g` (one gather of `g` per slot column) and `<g[row], Y_i[neighbor]>`."""
-        g_ys = _slot_rows_transposed(graph, [transposed[i] for i in live_y], g) if live_y \
+        g_ys = _transposed_per_node(graph, [transposed[i] for i in live_y], g) if live_y \
             else []
-        return (tuple(_node_sum(graph, rows) for rows in g_ys)
-                + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v])))
+        return (tuple(g_ys) + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v])))
 
     return out, _linear_map(tangent, tangent_t, b, out)
 
