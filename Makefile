@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,chem,cuda12
 endif
 
-.PHONY: install test lint bench reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves results clean
+.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves results clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ lint: install
 BENCH_FLAGS ?=
 bench: install
 	$(PY) -m benchmarks.run_all $(BENCH_FLAGS)
+
+# The GPU check (benchmarks/gpu_check.sh, for a GPU machine: see BENCHMARKS.md), as a short
+# CPU run that exercises every part of it.
+gpu-check-smoke: install
+	GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
 
 # Short CPU versions: make reproduce-lrgb EPOCHS=3 SEEDS=0 (empty = the paper's protocol).
 # Missing data stops a target before any training; SKIP_MISSING=1 runs the rest (a partial

@@ -1,4 +1,9 @@
-"""Shared pieces of the benchmarks: machine record, timing, Peptides-func batches, models."""
+"""Shared pieces of the benchmarks: machine record, timing, Peptides-func batches, models.
+
+Every figure is taken on both paths from the same run: `"segment"` (a plain
+`GraphsTuple`: edge weights and segment sums, the reference) and `"gather"` (the batch's
+`PreparedGraph`: slot layout, gathers only). Timings of the two are interleaved so that
+load from other processes on a shared machine falls on both alike."""
 
 from __future__ import annotations
 
@@ -23,11 +28,13 @@ from swan_jax.data import (
     iterate_batches,
     load_peptides_func,
 )
+from swan_jax.data.batching import padding_share
 from swan_jax.encoders import AtomEncoder
 from swan_jax.train import TrainConfig, init_runs, make_train_step, stack_hparams
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDDEN, LAYERS, BATCH = 128, 5, 64  # the paper's runtime table (Appendix, "Runtimes")
+PATHS = ("segment", "gather")
 
 
 def machine() -> dict[str, Any]:
@@ -38,29 +45,53 @@ def machine() -> dict[str, Any]:
             "cpu_count": os.cpu_count(), "device": str(jax.devices()[0]),
             "device_kind": jax.devices()[0].device_kind, "devices": jax.device_count(),
             "jax": jax.__version__, "flax": flax.__version__, "diffrax": diffrax.__version__,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "load_average": load_average()}
+
+
+def load_average() -> list[float]:
+    """The machine's 1, 5 and 15 minute load averages (other processes included)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
 
 
 def timeit(fn: Callable[[], Any], repeat: int = 10, warmup: int = 1) -> dict[str, float]:
-    """Median and spread of `repeat` wall-clock calls (results blocked on), after warmup."""
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
-    times = []
+    """Median and spread of `repeat` wall-clock calls (results blocked on), after warmup,
+    and the median CPU time of the process (all threads) per call."""
+    return interleaved({"fn": fn}, repeat, warmup)["fn"]
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, warmup: int = 1
+                ) -> dict[str, dict[str, float]]:
+    """`timeit` of several functions, called in turn (a, b, a, b, ...), so that the load
+    of other processes during the run falls on all of them alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            jax.block_until_ready(fn())
+    walls: dict[str, list[float]] = {k: [] for k in fns}
+    cpus: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-            "repeat": repeat}
+        for name, fn in fns.items():
+            start, cpu = time.perf_counter(), time.process_time()
+            jax.block_until_ready(fn())
+            walls[name].append(time.perf_counter() - start)
+            cpus[name].append(time.process_time() - cpu)
+    return {name: {"median_s": statistics.median(w), "min_s": min(w), "max_s": max(w),
+                   "cpu_median_s": statistics.median(cpus[name]), "repeat": repeat}
+            for name, w in walls.items()}
 
 
-def matmul_rate(rows: int = 9600, width: int = 128, repeat: int = 30) -> float:
-    """Measured f32 rate (FLOP/s) of a `[rows, width] @ [width, width]` product."""
+def matmul_rate(rows: int = 9600, width: int = 128, repeat: int = 30, columns: int | None = None
+                ) -> float:
+    """Measured f32 rate (FLOP/s, median time) of a `[rows, width] @ [width, columns]`
+    product (`columns = width` by default: the field's unfused products)."""
+    columns = width if columns is None else columns
     a = jax.random.normal(jax.random.PRNGKey(0), (rows, width), jnp.float32)
-    b = jax.random.normal(jax.random.PRNGKey(1), (width, width), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (width, columns), jnp.float32)
     product = jax.jit(lambda a, b: a @ b)
     seconds = timeit(lambda: product(a, b), repeat=repeat, warmup=3)["median_s"]
-    return 2.0 * rows * width * width / seconds
+    return 2.0 * rows * width * columns / seconds
 
 
 def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
@@ -97,10 +128,29 @@ def peptides_train(num_graphs: int | None = None) -> tuple[GraphDataset, str]:
 
 
 def peptide_batch(data: GraphDataset, seed: int = 0):
-    """One padded Peptides batch of `BATCH` graphs (the LRGB experiment's budget)."""
+    """One padded Peptides batch of up to `BATCH` graphs under the budget that training
+    uses for `data` (the first batch of a shuffled epoch), on the device."""
     budget = budget_for(data, BATCH)
     batch = next(iterate_batches(data, BATCH, budget, np.random.default_rng(seed)))
     return jax.tree_util.tree_map(jnp.asarray, batch), budget
+
+
+def on_path(batch, path: str):
+    """The batch as the `"gather"` path sees it (prepared) or the `"segment"` one (plain)."""
+    return batch if path == "gather" else batch._replace(graph=sj.plain_graph(batch.graph))
+
+
+def padding_record(data: GraphDataset, batch, budget) -> dict[str, Any]:
+    """Padding of `batch` and, over a whole shuffled epoch, of the training batches."""
+    shares = [padding_share(b) for b in iterate_batches(data, BATCH, budget,
+                                                       np.random.default_rng(1))]
+    full = shares[:-1] or shares  # the last batch of an epoch is a remainder
+    return {"batch_padding_share": padding_share(batch),
+            "epoch_padding_share_mean": float(np.mean(full)),
+            "epoch_padding_share_max": float(np.max(full)), "epoch_batches": len(shares),
+            "budget": {"nodes": budget.n_node, "edges": budget.n_edge,
+                       "slot_width": budget.slot_width, "overflow_rows": budget.n_overflow,
+                       "pairs": budget.n_pair}}
 
 
 def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: str = "euler"):

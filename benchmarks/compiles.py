@@ -1,7 +1,8 @@
 """Benchmark 4: compilations during the second epoch of an LRGB run (target: zero).
 
 Trains SWAN on a slice of Peptides-func through `swan_jax.train.train` (the experiments'
-loop) for two epochs and counts traces and XLA compilations per epoch.
+loop, on prepared batches: the gather path) for three epochs and counts traces and XLA
+compilations per epoch.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ import json
 import time
 import traceback
 
+import numpy as np
+
 from benchmarks.common import ROOT
 
 NAMES = ("train_step", "solver", "seeds", "compiles", "scale")
@@ -28,50 +30,86 @@ def _met(ok: bool) -> str:
     return "met" if ok else "**not met**"
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _train_step_rows(r: dict) -> list[str]:
+    m, seg, gat = r["models"], r["paths"]["segment"], r["paths"]["gather"]
+    rows = []
+    for kind in ("swan", "swan-learn", "gcn"):
+        cells = [f"{m[kind][p]['median_s']:.3f} s = {m[kind][p]['graphs_per_s']:.0f} graphs/s"
+                 for p in ("segment", "gather")]
+        rows.append(f"| 1 | step, {kind} ({m[kind]['params']:,} params) | {cells[0]} | "
+                    f"{cells[1]} | | |")
+    rates = r["matmul_rates_flops"]
+    rows.append(
+        f"| 1 | SWAN dense FLOPs on real nodes / matmul rate ({r['matmul_rate_flops'] / 1e9:.0f} "
+        f"GFLOP/s, the higher of [N,d]x[d,d] {rates['square'] / 1e9:.0f} and [N,d]x[d,3d] "
+        f"{rates['fused'] / 1e9:.0f}; floor {r['floor_s']:.3f} s) | "
+        f"{_pct(seg['swan_efficiency'])} | {_pct(gat['swan_efficiency'])} (vs [N,d]x[d,d]: "
+        f"{_pct(gat['swan_efficiency_by_rate']['square'])}) | >= 65% | "
+        f"{_met(gat['swan_efficiency'] >= r['target_efficiency'])} |")
+    rows.append(f"| 1 | SWAN-learn step / SWAN step | {seg['learn_over_swan']:.2f}x | "
+                f"{gat['learn_over_swan']:.2f}x | <= 1.3x | "
+                f"{_met(gat['learn_over_swan'] <= r['target_learn_over_swan'])} |")
+    rows.append(f"| 1 | SWAN step / GCN step | {seg['swan_over_gcn']:.2f}x | "
+                f"{gat['swan_over_gcn']:.2f}x | <= 1.5x | "
+                f"{_met(gat['swan_over_gcn'] <= r['target_swan_over_gcn'])} |")
+    rows.append(f"| 1 | padding: this batch / epoch mean / epoch worst ({r['epoch_batches']} "
+                f"batches, budget {r['budget']['nodes']} nodes, slot width "
+                f"{r['budget']['slot_width']}) | same batches | "
+                f"{_pct(r['batch_padding_share'])} / {_pct(r['epoch_padding_share_mean'])} / "
+                f"{_pct(r['epoch_padding_share_max'])} | real nodes >= 90% | "
+                f"{_met(r['epoch_padding_share_mean'] <= 0.10)} |")
+    pr = r.get("profile")
+    if not pr:
+        return rows
+    cells = [f"{pr[p]['full_field_s']:.3f} / {pr[p]['dense_only_s']:.3f} / "
+             f"{pr[p]['aggregation_only_s']:.3f} s" for p in ("segment", "gather")]
+    rows.append(f"| 1 | profile: gradient of SWAN's 5 Euler steps (full field / dense part "
+                f"alone / aggregations alone) | {cells[0]} | {cells[1]} | | |")
+    return rows
+
+
 def table(results: dict[str, dict]) -> str:
-    """The Markdown table of every figure against its target."""
-    rows = ["| # | benchmark | measured | target | |", "|---|---|---|---|---|"]
-    r = results.get("train_step")
-    if r:
-        m = r["models"]
-        for kind in ("swan", "swan-learn", "gcn"):
-            rows.append(f"| 1 | step, {kind} ({m[kind]['params']:,} params) | "
-                        f"{m[kind]['median_s']:.3f} s = {m[kind]['graphs_per_s']:.0f} graphs/s"
-                        " | | |")
-        rows.append(f"| 1 | SWAN step / GCN step | {r['swan_over_gcn']:.2f}x | <= 1.15x | "
-                    f"{_met(r['swan_over_gcn'] <= 1.15)} |")
-        rows.append(f"| 1 | SWAN dense FLOP rate / matmul rate | "
-                    f"{r['swan_flop_rate'] / 1e9:.1f} / {r['matmul_rate_flops'] / 1e9:.1f} "
-                    f"GFLOP/s = {100 * r['swan_efficiency']:.0f}% (floor {r['floor_s']:.3f} s) "
-                    f"| >= 70% | {_met(r['swan_efficiency'] >= 0.7)} |")
-        pr = r["profile"]
-        rows.append(f"| 1 | profile: gradient of SWAN's 5 Euler steps (full field / dense part "
-                    f"alone / aggregations alone) | {pr['full_field_s']:.3f} / "
-                    f"{pr['dense_only_s']:.3f} / {pr['aggregation_only_s']:.3f} s | | |")
-    r = results.get("solver")
-    if r:
-        t = r["timings"]
-        rows.append(f"| 2 | diffrax Euler / hand loop, forward | {r['forward_s_ratio']:.2f}x "
-                    f"({t['diffrax']['forward_s']:.3f} / {t['loop']['forward_s']:.3f} s) | | |")
-        rows.append(f"| 2 | diffrax Euler / hand loop, gradient | {r['grad_s_ratio']:.2f}x "
-                    f"({t['diffrax']['grad_s']:.3f} / {t['loop']['grad_s']:.3f} s) | <= 1.15x | "
-                    f"{_met(r['grad_s_ratio'] <= 1.15)} |")
-        rows.append(f"| 2 | same, gradient vmapped over 4 | {r['grad_vmap4_s_ratio']:.2f}x | | |")
-    r = results.get("seeds")
-    if r:
-        rows.append(f"| 3 | 4 seeds vmapped / 1 seed | {r['ratio']:.2f}x ({r['seeds_4_s']:.3f} / "
-                    f"{r['seeds_1_s']:.3f} s) | <= 2.5x | {_met(r['ratio'] <= 2.5)} |")
-    r = results.get("compiles")
-    if r:
+    """The Markdown table of every figure, segment-sum and gather paths side by side."""
+    rows = ["| # | benchmark | segment-sum path | gather path | target | gather path |",
+            "|---|---|---|---|---|---|"]
+    if r := results.get("train_step"):
+        rows += _train_step_rows(r)
+    if r := results.get("solver"):
+        p = r["paths"]
+        rows.append(f"| 2 | diffrax Euler / hand loop, forward | "
+                    f"{p['segment']['forward_s_ratio']:.2f}x | "
+                    f"{p['gather']['forward_s_ratio']:.2f}x | | |")
+        rows.append(f"| 2 | diffrax Euler / hand loop, gradient | "
+                    f"{p['segment']['grad_s_ratio']:.2f}x | {p['gather']['grad_s_ratio']:.2f}x | "
+                    f"<= 1.15x | {_met(p['gather']['grad_s_ratio'] <= 1.15)} |")
+        rows.append(f"| 2 | same, gradient vmapped over 4 | "
+                    f"{p['segment']['grad_vmap4_s_ratio']:.2f}x | "
+                    f"{p['gather']['grad_vmap4_s_ratio']:.2f}x | | |")
+    if r := results.get("seeds"):
+        cells = [f"{q['ratio']:.2f}x ({q['seeds_4_s']:.3f} / {q['seeds_1_s']:.3f} s)"
+                 for q in (r["paths"]["segment"], r["paths"]["gather"])]
+        rows.append(f"| 3 | 4 seeds vmapped / 1 seed | {cells[0]} | {cells[1]} | <= 2.5x | "
+                    f"{_met(r['paths']['gather']['ratio'] <= 2.5)} |")
+    if r := results.get("compiles"):
         counts = " / ".join(str(e["compiles"]) for e in r["per_epoch"])
-        rows.append(f"| 4 | compilations per epoch (epochs 1 / 2 / 3) | {counts} | 0 after "
-                    f"epoch 1 | {_met(r['second_epoch_compiles'] == 0)} |")
-    r = results.get("scale")
-    if r:
-        times = ", ".join(f"{p['nodes']:.0e}: {p['median_s']:.3g} s" for p in r["points"])
-        rows.append(f"| 5 | gradient step vs nodes ({times}) | log-log slope "
-                    f"{r['loglog_slope']:.2f} ({r['loglog_slope_from_1e4']:.2f} from 1e4) | ~1 "
-                    f"(linear) | {_met(abs(r['loglog_slope_from_1e4'] - 1) <= 0.15)} |")
+        rows.append(f"| 4 | compilations per epoch (epochs 1 / 2 / 3; training runs the gather "
+                    f"path) | | {counts} | 0 after epoch 1 | "
+                    f"{_met(r['second_epoch_compiles'] == 0)} |")
+    if r := results.get("scale"):
+        cells = []
+        for path in ("segment", "gather"):
+            times = ", ".join(f"{q['nodes']:.0e}: {q[path]['median_s']:.3g} s"
+                              for q in r["points"])
+            q = r["paths"][path]
+            cells.append(f"slope {q['loglog_slope']:.2f} ({q['loglog_slope_from_1e4']:.2f} from "
+                         f"1e4; {times})")
+        slope = r["paths"]["gather"]["loglog_slope_from_1e4"]
+        rows.append(f"| 5 | gradient step vs nodes | {cells[0]} | {cells[1]} | ~1 (linear) | "
+                    f"{_met(abs(slope - 1) <= 0.15)} |")
     return "\n".join(rows)
 
 
@@ -81,28 +119,32 @@ def figure(results: dict[str, dict]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 5, figsize=(22, 4))
+    fig, axes = plt.subplots(1, 5, figsize=(24, 4.2))
+    paths = ("segment", "gather")
+
+    def bars(ax, labels, values_by_path, ylabel, title):
+        x = np.arange(len(labels))
+        for i, path in enumerate(paths):
+            ax.bar(x + 0.4 * i, values_by_path[path], width=0.4, label=path)
+        ax.set_xticks(x + 0.2, labels)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend()
+
     if r := results.get("train_step"):
         kinds = ("swan", "swan-learn", "gcn")
-        axes[0].bar(kinds, [r["models"][k]["median_s"] for k in kinds], color="C0")
-        axes[0].axhline(r["floor_s"], color="k", ls="--", label="SWAN dense-FLOP floor")
-        axes[0].set_ylabel("seconds per training step")
-        axes[0].set_title("1. Peptides step (batch 64, d 128, L 5)")
-        axes[0].legend()
+        bars(axes[0], kinds, {p: [r["models"][k][p]["median_s"] for k in kinds] for p in paths},
+             "seconds per training step", "1. Peptides step (batch 64, d 128, L 5)")
+        axes[0].axhline(r["floor_s"], color="k", ls="--", lw=1)
     if r := results.get("solver"):
-        keys = ("forward_s", "grad_s", "grad_vmap4_s")
-        for i, name in enumerate(("diffrax", "loop")):
-            axes[1].bar([j + 0.4 * i for j in range(3)], [r["timings"][name][k] for k in keys],
-                        width=0.4, label=name)
-        axes[1].set_xticks([j + 0.2 for j in range(3)], ["forward", "gradient", "grad x4 vmap"])
-        axes[1].set_ylabel("seconds")
-        axes[1].set_title("2. diffrax Euler vs hand loop")
-        axes[1].legend()
+        keys = ("forward_s_ratio", "grad_s_ratio", "grad_vmap4_s_ratio")
+        bars(axes[1], ["forward", "gradient", "grad x4 vmap"],
+             {p: [r["paths"][p][k] for k in keys] for p in paths}, "diffrax / hand loop",
+             "2. diffrax Euler vs hand loop")
     if r := results.get("seeds"):
-        axes[2].bar(["1 seed", "4 vmapped", "4 x 1 seed"],
-                    [r["seeds_1_s"], r["seeds_4_s"], 4 * r["seeds_1_s"]], color=["C0", "C1", "C7"])
-        axes[2].set_ylabel("seconds per training step")
-        axes[2].set_title("3. vmapped seeds")
+        bars(axes[2], ["1 seed", "4 vmapped"],
+             {p: [r["paths"][p]["seeds_1_s"], r["paths"][p]["seeds_4_s"]] for p in paths},
+             "seconds per training step", "3. vmapped seeds")
     if r := results.get("compiles"):
         epochs = [str(i + 1) for i in range(len(r["per_epoch"]))]
         axes[3].bar(epochs, [e["compiles"] for e in r["per_epoch"]])
@@ -110,13 +152,12 @@ def figure(results: dict[str, dict]) -> None:
         axes[3].set_ylabel("XLA compilations")
         axes[3].set_title("4. compilations per epoch")
     if r := results.get("scale"):
-        size = [p["nodes"] + p["edges"] for p in r["points"]]
-        sec = [p["median_s"] for p in r["points"]]
-        axes[4].loglog(size, sec, "o-", label="SWAN gradient step")
-        axes[4].loglog(size, [sec[-1] * s / size[-1] for s in size], "k--", label="linear")
+        size = [q["nodes"] + q["edges"] for q in r["points"]]
+        for path in paths:
+            axes[4].loglog(size, [q[path]["median_s"] for q in r["points"]], "o-", label=path)
         axes[4].set_xlabel("|V| + |E|")
         axes[4].set_ylabel("seconds")
-        axes[4].set_title("5. scale")
+        axes[4].set_title("5. scale (gradient step)")
         axes[4].legend()
     fig.tight_layout()
     FIGURE.parent.mkdir(parents=True, exist_ok=True)
@@ -130,9 +171,12 @@ def write_markdown(results: dict[str, dict]) -> None:
     m = any_result["machine"]
     dates = sorted(r["machine"]["date"] for r in results.values())
     when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    loads = sorted({tuple(r["machine"].get("load_average", [])) for r in results.values()})
+    load = "; ".join("/".join(f"{x:.1f}" for x in la) for la in loads if la) or "unknown"
     block = (f"{BEGIN}\nLatest results ({when}) on {m['device_kind']} "
              f"({m['cpu_count']} CPU cores visible, {m['platform']}), jax {m['jax']}, flax "
-             f"{m['flax']}, diffrax {m['diffrax']}. Data: {any_result.get('data', '-')}.\n\n"
+             f"{m['flax']}, diffrax {m['diffrax']}; load average (1/5/15 min) at the start of "
+             f"each benchmark: {load}. Data: {any_result.get('data', '-')}.\n\n"
              f"{table(results)}\n\n![benchmarks](benchmarks/figures/benchmarks.png)\n{END}")
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
@@ -166,6 +210,8 @@ def main(argv=None) -> int:
         print(f"[{record['wall_s']:.0f} s] {module.summary(record)}", flush=True)
     results = {n: json.loads((RESULTS / f"{n}.json").read_text())
                for n in NAMES if (RESULTS / f"{n}.json").exists()}
+    # Results written before both paths were measured (no "paths") are left out.
+    results = {n: r for n, r in results.items() if n == "compiles" or "paths" in r}
     if results:
         figure(results)
         write_markdown(results)

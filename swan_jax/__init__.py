@@ -5,7 +5,7 @@ explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
 Conventions: docs/conventions.md.
 """
 
-from swan_jax import analysis, graphs
+from swan_jax import analysis, gather, graphs
 from swan_jax.compiles import CompileCounter
 from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
 from swan_jax.field import (
@@ -29,16 +29,27 @@ from swan_jax.models import (
 )
 from swan_jax.operators import (
     EdgeOperators,
+    SlotOperators,
     aggregate,
     antisymmetric_aggregate,
     dense_operator,
     edge_operators,
     in_degree,
+    slot_operators,
     symmetric_aggregate,
 )
+from swan_jax.prepared import PreparedGraph, check_prepared, plain_graph, prepare_graph
 from swan_jax.pytrees import tree_size
-from swan_jax.solvers import ADAPTIVE_SOLVERS, ADJOINTS, FIXED_STEP_SOLVERS, SOLVERS, solve
-from swan_jax.validation import validate_graph, validate_node_features
+from swan_jax.solvers import (
+    ADAPTIVE_SOLVERS,
+    ADJOINTS,
+    FIXED_STEP_SOLVERS,
+    SOLVERS,
+    SolverError,
+    clear_errors,
+    solve,
+)
+from swan_jax.validation import checked, traced_checks, validate_graph, validate_node_features
 
 __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
 
@@ -51,4 +62,8 @@ __all__ = [
     "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",
     "required_keys", "solve", "symmetric_aggregate", "tree_size", "validate_graph",
     "validate_node_features", "vector_field",
+    # gather-only path (issue 12) and run-time checks
+    "PreparedGraph", "SlotOperators", "SolverError", "check_prepared", "checked",
+    "clear_errors", "gather", "plain_graph", "prepare_graph", "slot_operators",
+    "traced_checks",
 ]

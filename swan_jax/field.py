@@ -8,30 +8,41 @@ Row-vector convention, `X` is `[N, d]`:
 
 Everything here is a pure function of explicit parameter pytrees, so it composes
 with `jit`, `grad` and `vmap` (many seeds at once).
+
+Two paths compute the same field. On a `jraph.GraphsTuple` the operators are edge
+weights and the aggregations segment sums (the reference). On a `PreparedGraph`
+(`swan_jax.prepare_graph`) they are slot values and the aggregations gathers
+(`swan_jax.gather`): one fused `[N, d] x [d, 3d]` product per step,
+`X [W - W^T - gamma I | V - V^T | beta (Z + Z^T)]`, then `Phi + beta Psi` as one pass
+over the slots, and a backward pass that is again that gather (`S^T = S`, `T^T = -T`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import jraph
 import numpy as np
 
+from swan_jax import gather
 from swan_jax.config import SWANConfig
 from swan_jax.operators import (
     EdgeOperators,
+    SlotOperators,
     aggregate,
     antisymmetric_aggregate,
     edge_operators,
+    slot_operators,
     symmetric_aggregate,
 )
+from swan_jax.prepared import PreparedGraph
 from swan_jax.validation import is_traced, validate_graph, validate_node_features
 
 Array = jax.Array
 Params = Mapping[str, Array]
+Graph = jraph.GraphsTuple | PreparedGraph
 
 ACTIVATION_FNS = {
     "tanh": jnp.tanh,
@@ -62,7 +73,14 @@ def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> 
     `W, V, Z` are `[d, d]` (or `[L, d, d]` without weight sharing) drawn from
     U(-1/sqrt(d), 1/sqrt(d)) like a PyTorch Linear; `b` is zero. The edge MLP of
     the `-learn` variants is `K1 [2d, d]`, `k1 [d]`, `K2 [d, d]`, `k2 [d]`.
+
+    Raises:
+      ValueError: `hidden` is not an integer >= 1, or `cfg` is not a `SWANConfig`.
     """
+    if not isinstance(cfg, SWANConfig):
+        raise ValueError(f"cfg must be a SWANConfig, got {type(cfg).__name__}")
+    if isinstance(hidden, bool) or not isinstance(hidden, int | np.integer) or hidden < 1:
+        raise ValueError(f"hidden (the width d) must be an integer >= 1, got {hidden!r}")
     bound = 1.0 / jnp.sqrt(hidden)
     lead = () if cfg.weight_sharing else (cfg.num_layers,)
     keys = jax.random.split(key, 6)
@@ -86,27 +104,35 @@ def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> 
     return params
 
 
-def learned_edge_weights(
-    params: Params, graph: jraph.GraphsTuple, x0: Array, cfg: SWANConfig
-) -> Array:
-    """`F` on the existing edges (Appendix A.2, eqs. edgeFeat, embedEdges): `[E]`.
+def learned_edge_weights(params: Params, graph: Graph, x0: Array, cfg: SWANConfig) -> Array:
+    """`F` on the existing edges (Appendix A.2, eqs. edgeFeat, embedEdges).
 
     For edge `v -> u` (sender v, receiver u):
-    `F[u, v] = mean_c ReLU(K2 sigma(K1 [x_u(0) ++ x_v(0)]))`.
+    `F[u, v] = mean_c ReLU(K2 sigma(K1 [x_u(0) ++ x_v(0)]))`. `[E]` on a GraphsTuple;
+    on a `PreparedGraph`, `[P]` on its listed pairs `(u <- v)` (parallel edges share
+    one value), with `K1 [x_u ++ x_v] = x_u K1[:d] + x_v K1[d:]` from one `[N, d] x [d, 2d]`
+    product gathered to the pairs.
     """
     sigma = ACTIVATION_FNS[cfg.edge_activation]
-    pair = jnp.concatenate([x0[graph.receivers], x0[graph.senders]], axis=-1)
-    hidden = sigma(pair @ params["K1"] + params["k1"])
+    if isinstance(graph, PreparedGraph):
+        d = x0.shape[-1]
+        ends = x0 @ jnp.concatenate([params["K1"][:d], params["K1"][d:]], axis=1)  # one product
+        hidden = sigma(gather.gather_pair_ends(graph, ends[:, :d], ends[:, d:]) + params["k1"])
+    else:
+        pair = jnp.concatenate([x0[graph.receivers], x0[graph.senders]], axis=-1)
+        hidden = sigma(pair @ params["K1"] + params["k1"])
     return jnp.mean(jax.nn.relu(hidden @ params["K2"] + params["k2"]), axis=-1)
 
 
 def build_operators(
-    params: Params, graph: jraph.GraphsTuple, x0: Array, cfg: SWANConfig
-) -> EdgeOperators:
-    """Edge weights of `A_hat`, `A_tilde` (or `A_hat_F`, `A_tilde_F` from `x0`)."""
-    num_nodes = x0.shape[0]
+    params: Params, graph: Graph, x0: Array, cfg: SWANConfig
+) -> EdgeOperators | SlotOperators:
+    """`A_hat`, `A_tilde` (or `A_hat_F`, `A_tilde_F` from `x0`), built once per solve:
+    edge weights on a GraphsTuple, slot values on a `PreparedGraph`."""
     weights = learned_edge_weights(params, graph, x0, cfg) if cfg.learned_operators else None
-    return edge_operators(graph, num_nodes, cfg.adjacency, weights, dtype=x0.dtype)
+    if isinstance(graph, PreparedGraph):
+        return slot_operators(graph, cfg.adjacency, weights, dtype=x0.dtype)
+    return edge_operators(graph, x0.shape[0], cfg.adjacency, weights, dtype=x0.dtype)
 
 
 def layer_index(t: Array | float, cfg: SWANConfig) -> Array:
@@ -128,13 +154,15 @@ def step_params(params: Params, t: Array | float, cfg: SWANConfig) -> Params:
 
 def field_with_operators(
     params: Params,
-    graph: jraph.GraphsTuple,
+    graph: Graph,
     x: Array,
-    ops: EdgeOperators,
+    ops: EdgeOperators | SlotOperators,
     cfg: SWANConfig,
     t: Array | float = 0.0,
 ) -> Array:
-    """The vector field with precomputed operators: `[N, d] -> [N, d]`."""
+    """The vector field with precomputed operators (`build_operators`): `[N, d] -> [N, d]`."""
+    if isinstance(ops, SlotOperators):
+        return _slot_field(params, graph, x, ops, cfg, t)
     p = step_params(params, t, cfg)
     d = x.shape[-1]
     eye = jnp.eye(d, dtype=x.dtype)
@@ -147,6 +175,36 @@ def field_with_operators(
     if cfg.has_psi:
         Z = p["Z"]
         pre = pre + cfg.beta * (antisymmetric_aggregate(graph, ops.w_tilde, x) @ (Z + Z.T))
+    return ACTIVATION_FNS[cfg.activation](pre)
+
+
+def _slot_field(params: Params, graph: PreparedGraph, x: Array, ops: SlotOperators,
+                cfg: SWANConfig, t: Array | float) -> Array:
+    """The field on the slot layout: one `[N, d] x [d, 3d]` product, one slot pass.
+
+    `pre = Y_W + Phi + beta Psi + b` with `[Y_W | Y_V | Y_Z] = X [W - W^T - gamma I |
+    V - V^T | beta (Z + Z^T)]`, `Phi = (A_hat + A_hat^T) Y_V` and `Psi = (A_tilde -
+    A_tilde^T) Y_Z` (`A_hat Y_V` with `V` for -ne and adgn): the products commute with
+    the aggregations, so aggregating after the product gives the same field.
+    """
+    p = step_params(params, t, cfg)
+    d = x.shape[-1]
+    W, V = p["W"], p["V"]
+    blocks = [W - W.T - cfg.gamma * jnp.eye(d, dtype=x.dtype)]
+    if cfg.plain_phi:
+        blocks.append(V)
+        values, transposed = [ops.hat], [ops.hat_t]
+    else:
+        blocks.append(V - V.T)
+        values, transposed = [ops.phi], [ops.phi]
+    if cfg.has_psi:
+        Z = p["Z"]
+        blocks.append(cfg.beta * (Z + Z.T))
+        values.append(ops.psi)
+        transposed.append(ops.psi_t)
+    y = x @ jnp.concatenate(blocks, axis=1)
+    inputs = [y[:, (i + 1) * d:(i + 2) * d] for i in range(len(values))]
+    pre = y[:, :d] + p["b"] + gather.aggregate(graph, values, transposed, inputs)
     return ACTIVATION_FNS[cfg.activation](pre)
 
 
@@ -163,7 +221,7 @@ def expected_param_shapes(cfg: SWANConfig, hidden: int) -> dict[str, tuple[int, 
 
 def check_inputs(
     params: Params,
-    graph: jraph.GraphsTuple,
+    graph: Graph,
     x: Array,
     cfg: SWANConfig,
     x0: Array | None = None,
@@ -194,6 +252,10 @@ def check_inputs(
     if x0 is not None and tuple(jnp.shape(x0)) != tuple(jnp.shape(x)):
         raise ValueError(f"x0 has shape {tuple(jnp.shape(x0))} but x has shape "
                          f"{tuple(jnp.shape(x))}; they must match")
+    if isinstance(graph, PreparedGraph) and jnp.shape(x)[:1] != (graph.num_nodes,):
+        # Static, so checked under tracing too: a gather past the last row would clamp.
+        raise ValueError(f"x has shape {tuple(jnp.shape(x))} but the prepared graph has "
+                         f"{graph.num_nodes} nodes")
     if is_traced(graph.n_node):
         return
     num_nodes = int(np.sum(np.asarray(graph.n_node)))
@@ -204,7 +266,7 @@ def check_inputs(
 
 def vector_field(
     params: Params,
-    graph: jraph.GraphsTuple,
+    graph: Graph,
     x: Array,
     cfg: SWANConfig,
     *,
@@ -216,7 +278,8 @@ def vector_field(
     Args:
       params: raw `W, V, Z` `[d, d]` and `b` `[d]` (leading `[L]` axis without weight
         sharing), plus `K1, k1, K2, k2` for the `-learn` variants.
-      graph: a `jraph.GraphsTuple`; only `senders`, `receivers`, `n_node` are read.
+      graph: a `jraph.GraphsTuple` (only `senders`, `receivers`, `n_node` are read;
+        segment sums), or its `prepare_graph` form (gathers only; the same field).
       x: `[N, d]` node states.
       cfg: the `SWANConfig`.
       t: time, selects the step's weights when weights are layer-dependent.
@@ -230,7 +293,3 @@ def vector_field(
     ops = build_operators(params, graph, x0, cfg)
     return field_with_operators(params, graph, x, ops, cfg, t)
 
-
-def tree_size(params: Any) -> int:
-    """Number of scalars in a parameter pytree (arrays or `jax.ShapeDtypeStruct`s)."""
-    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params))

@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import jraph
 
+from swan_jax import gather
+
 Array = jax.Array
 
 
@@ -104,3 +106,59 @@ def dense_operator(graph: jraph.GraphsTuple, weights: Array, num_nodes: int) -> 
     """The dense `[N, N]` matrix with `M[receivers[e], senders[e]] += weights[e]`."""
     matrix = jnp.zeros((num_nodes, num_nodes), dtype=weights.dtype)
     return matrix.at[graph.receivers, graph.senders].add(weights)
+
+
+# --- the same operators on a prepared graph's slot layout (swan_jax.gather) ----------
+
+
+class SlotOperators(NamedTuple):
+    """Slot values (`[R, K]`, see `swan_jax.prepared`) of the operators SWAN aggregates with.
+
+    Attributes:
+      hat: `A_hat` (or `A_hat_F`); `hat_t`: `A_hat^T`.
+      phi: `A_hat + A_hat^T`, equal to itself at the mirror slot bit for bit.
+      psi: `A_tilde - A_tilde^T`, the negation of itself at the mirror slot bit for bit;
+        `psi_t = -psi` its transpose.
+    """
+
+    hat: Array
+    hat_t: Array
+    phi: Array
+    psi: Array
+    psi_t: Array
+
+
+def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
+                   dtype=jnp.float32) -> SlotOperators:
+    """The operators of `edge_operators` on a `PreparedGraph`, by gathers only.
+
+    `pair_weights [P]` are the learned `F` of each listed pair `(u <- v)` (one value
+    for all its parallel edges; the pair's edge count multiplies it); by default the
+    binary adjacency. `A_hat` and `A_tilde` are built on each slot from its forward
+    weight `f = A[u, v]` (the products of `edge_operators`, so on a simple graph `hat`
+    equals its edge weight bit for bit), stored, and then combined with their values at
+    the mirror slot: `phi = a + a[mirror]`, `psi = t - t[mirror]`. A sum and a difference
+    of two stored numbers are exactly symmetric and antisymmetric under any compiler
+    (a fused multiply-add inside `f u - b v` would round its two sides differently).
+    """
+    if adjacency not in ("sym", "adj"):
+        raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: sym, adj")
+    if pair_weights is None:
+        f = jnp.asarray(graph.forward_count, dtype)
+    else:
+        f = gather.pairs_to_slots(
+            graph, pair_weights * jnp.asarray(graph.pair_count, pair_weights.dtype))
+    deg = gather.node_sum(graph, jnp.sum(f, axis=1))
+    tilde = gather.materialize(f * gather.row_owner(graph, safe_inverse(deg))[:, None])
+    psi = tilde - gather.mirror_slots(graph, tilde)
+    if adjacency == "sym":
+        inv_sqrt = safe_inverse(deg, 0.5)
+        hat = f * gather.row_owner(graph, inv_sqrt)[:, None] * gather.gather_neighbors(
+            graph, inv_sqrt)
+    else:
+        hat = f
+    hat = gather.materialize(hat)
+    hat_t = gather.mirror_slots(graph, hat)
+    # Stored once: every step of a solve reads them (see `gather.materialize`).
+    return gather.materialize(SlotOperators(hat=hat, hat_t=hat_t, phi=hat + hat_t, psi=psi,
+                                            psi_t=-psi))

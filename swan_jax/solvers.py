@@ -14,16 +14,20 @@ cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import numbers
+from collections.abc import Callable, Iterator
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jraph
+import numpy as np
 
+from swan_jax import gather
 from swan_jax.config import SWANConfig
-from swan_jax.field import Params, build_operators, check_inputs, field_with_operators
+from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
+from swan_jax.validation import is_traced, traced_checks
 
 Array = jax.Array
 
@@ -45,6 +49,62 @@ SOLVERS: tuple[str, ...] = tuple(FIXED_STEP_SOLVERS) + tuple(ADAPTIVE_SOLVERS)
 ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
 DEFAULT_MAX_STEPS = 4096
 MAX_UNROLL = 8  # layers unrolled per scan iteration: full unroll for the paper's 5 layers
+ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's error text
+
+
+class SolverError(eqx.EquinoxRuntimeError):
+    """An integration failed at run time: the step budget ran out, a fixed implicit step
+    failed, or the state became non-finite. Its message (first line) says what to change.
+
+    A subclass of `equinox.EquinoxRuntimeError`, which it replaces: that one's first
+    line is "Above is the stack outside of JIT".
+    """
+
+
+def _solver_message(text: str) -> str | None:
+    """Our message inside the text of an equinox or XLA runtime error, if any."""
+    for line in text.splitlines():
+        if ERROR_PREFIX in line:
+            return line[line.index(ERROR_PREFIX) + len(ERROR_PREFIX):].strip()
+    return None
+
+
+@contextlib.contextmanager
+def clear_errors() -> Iterator[None]:
+    """Re-raise SWAN's run-time solver errors as `SolverError` with the message first.
+
+    `solve` does this itself when called outside `jit`. Inside your own `jax.jit` the
+    error surfaces when the compiled function runs, wrapped by equinox or XLA; wrap that
+    call::
+
+        with sj.clear_errors():
+            out = jitted_step(params, batch)
+
+    Other errors pass through unchanged.
+    """
+    try:
+        yield
+    except (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError) as err:
+        message = None if isinstance(err, SolverError) else _solver_message(str(err))
+        if message is None:
+            raise
+        raise SolverError(message) from None
+
+
+def check_solve_options(rtol, atol, max_steps) -> None:
+    """Refuse what the CLI refuses: tolerances must be finite numbers > 0, `max_steps` an
+    integer >= 1 (traced tolerances, e.g. under `vmap`, are not checked)."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if is_traced(value):
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | jax.Array):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if np.ndim(value) != 0 or not (np.isfinite(float(value)) and float(value) > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if max_steps is not None and (isinstance(max_steps, bool)
+                                  or not isinstance(max_steps, numbers.Integral)
+                                  or max_steps < 1):
+        raise ValueError(f"max_steps must be an integer >= 1 (or None), got {max_steps!r}")
 
 
 def check_solver_name(solver: str | diffrax.AbstractSolver) -> None:
@@ -106,13 +166,14 @@ def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
         body, (x0, state, jnp.asarray(True)), jnp.arange(num_steps),
         unroll=min(num_steps, MAX_UNROLL))
     out = jnp.concatenate([x0[None], trajectory]) if save_trajectory else y
-    return eqx.error_if(out, ~ok, f"solver {name!r} failed a fixed step (for an implicit "
-                                  f"solver: its root find did not converge); lower epsilon")
+    return eqx.error_if(out, ~ok, f"{ERROR_PREFIX}solver {name!r} failed a fixed step (for an "
+                                  f"implicit solver: its root find did not converge); lower "
+                                  f"epsilon")
 
 
 def solve(
     params: Params,
-    graph: jraph.GraphsTuple,
+    graph: Graph,
     x0: Array,
     cfg: SWANConfig,
     solver: str | diffrax.AbstractSolver = "euler",
@@ -123,11 +184,13 @@ def solve(
     adaptive: bool | None = None,
     max_steps: int | None = None,
     save_trajectory: bool = False,
+    check_traced: bool = False,
 ) -> Array:
     """Integrate SWAN from `x0` over `[0, num_layers * epsilon]`.
 
     Args:
-      params, graph, cfg: as in `vector_field`.
+      params, graph, cfg: as in `vector_field`. A `PreparedGraph` (`prepare_graph`)
+        runs the gather-only kernels: the same numbers, and no scatter in the gradient.
       x0: `[N, d]` encoded node states at t = 0 (also what `-learn` operators read).
       solver: a name in `SOLVERS` or any `diffrax.AbstractSolver` instance.
       rtol, atol: tolerances of the PID controller (adaptive stepping only).
@@ -139,19 +202,40 @@ def solve(
       max_steps: step budget of adaptive solvers (default 4096); fixed-step
         solvers take exactly `num_layers` steps (a smaller budget is an error).
       save_trajectory: return the states at every layer time `l * epsilon`.
+      check_traced: add `traced_checks` of the graph's indices and `x0`'s finiteness
+        (for inputs that are traced, e.g. inside `jit`); run the caller under
+        `jax.experimental.checkify.checkify` (or `swan_jax.checked`) to read them.
 
     Returns:
       `[N, d]` state at `t1`, or `[L + 1, N, d]` with `save_trajectory=True`.
 
     Raises:
-      ValueError: unknown solver or adjoint, or bad inputs (before tracing).
-      equinox.EquinoxRuntimeError: (at run time) the step budget ran out.
+      ValueError: unknown solver or adjoint, bad options or inputs (before tracing).
+      SolverError: (at run time) the step budget ran out or the state went non-finite;
+        inside your own `jit`, wrap the call in `clear_errors()` to get it as such.
     """
     check_inputs(params, graph, x0, cfg)
+    check_solve_options(rtol, atol, max_steps)
+    if check_traced:
+        traced_checks(graph, x0)
+    if is_traced(params, graph, x0, cfg):
+        return _solve(params, graph, x0, cfg, solver, rtol=rtol, atol=atol, adjoint=adjoint,
+                      adaptive=adaptive, max_steps=max_steps, save_trajectory=save_trajectory)
+    with clear_errors():  # called eagerly: the run-time errors surface here
+        out = _solve(params, graph, x0, cfg, solver, rtol=rtol, atol=atol, adjoint=adjoint,
+                     adaptive=adaptive, max_steps=max_steps, save_trajectory=save_trajectory)
+        return jax.block_until_ready(out)
+
+
+def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max_steps,
+           save_trajectory):
     diffrax_solver, default_adaptive = make_solver(solver)
     adaptive = default_adaptive if adaptive is None else adaptive
     if adjoint not in ADJOINTS:
         raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
+    # Stored once: else XLA recomputes an encoder's output (e.g. nine embedding lookups)
+    # inside each of its consumers.
+    x0 = gather.materialize(x0)
     ops = build_operators(params, graph, x0, cfg)
     times = layer_times(cfg, x0.dtype)
     name = solver if isinstance(solver, str) else type(solver).__name__
@@ -188,14 +272,14 @@ def solve(
     ys = eqx.error_if(
         solution.ys,
         solution.result == diffrax.RESULTS.max_steps_reached,
-        f"solver {name!r} used its whole budget of max_steps={steps} steps before "
+        f"{ERROR_PREFIX}solver {name!r} used its whole budget of max_steps={steps} steps before "
         f"t1 = num_layers * epsilon: loosen rtol/atol, raise max_steps, or try a "
         f"stiff solver such as 'kvaerno5'",
     )
     ys = eqx.error_if(
         ys,
         solution.result != diffrax.RESULTS.successful,
-        f"solver {name!r} failed to integrate the SWAN field (non-finite state or "
+        f"{ERROR_PREFIX}solver {name!r} failed to integrate the SWAN field (non-finite state or "
         f"a failed implicit step); lower epsilon or tighten the tolerances",
     )
     return ys if save_trajectory else ys[-1]

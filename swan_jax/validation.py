@@ -27,11 +27,20 @@ def validate_graph(graph: jraph.GraphsTuple, *, allow_self_loops: bool = True) -
     it to (the layout of `jraph.batch` and of padded batches): an edge crossing into
     another graph would silently mix the graphs of a batch.
 
+    A `PreparedGraph` (`swan_jax.prepare_graph`, which validated its graph on the host)
+    gets the static checks of `validate_prepared`: shapes and dtypes of its layout.
+
     Raises:
       ValueError: naming the first problem found (field, edge index, value).
     """
+    from swan_jax.prepared import PreparedGraph, validate_prepared
+
+    if isinstance(graph, PreparedGraph):
+        validate_prepared(graph)
+        return
     if not isinstance(graph, jraph.GraphsTuple):
-        raise ValueError(f"graph must be a jraph.GraphsTuple, got {type(graph).__name__}")
+        raise ValueError(f"graph must be a jraph.GraphsTuple, got {type(graph).__name__} "
+                         f"(or a PreparedGraph from swan_jax.prepare_graph)")
     if is_traced(graph.senders, graph.receivers, graph.n_node, graph.n_edge):
         return
     if graph.senders is None or graph.receivers is None:
@@ -132,3 +141,80 @@ def validate_node_features(x, num_nodes: int, width: int | None = None, name: st
         raise ValueError(
             f"{name} has a non-finite value ({arr[row, col]}) at row {row}, column {col}"
         )
+
+
+# --- checks of traced inputs (opt-in, read under jax.experimental.checkify) ----------
+
+
+def _check_range(name: str, indices, high) -> None:
+    """checkify: every `indices` value in `[0, high)`, naming the first one that is not."""
+    import jax.numpy as jnp
+    from jax.experimental import checkify
+
+    flat = jnp.reshape(indices, -1)
+    bad = (flat < 0) | (flat >= high)
+    first = jnp.argmax(bad)
+    checkify.check(~jnp.any(bad), f"{name}[{{i}}] (flat) = {{v}} is out of range for "
+                                  f"{{n}} entries", i=first, v=flat[first], n=jnp.asarray(high))
+
+
+def traced_checks(graph, x=None) -> None:
+    """Value checks that also work on traced inputs (inside `jit`, `vmap`, `grad`).
+
+    The host-side checks (`validate_graph`, `validate_node_features`) are skipped for
+    traced values; these cost a few reductions over the index arrays and `x`:
+    every sender / receiver (or slot neighbour, mirror and pair index of a
+    `PreparedGraph`) in range, and `x` finite. They are `jax.experimental.checkify`
+    checks: run the caller under `checkify.checkify` (or `swan_jax.checked`), else
+    tracing stops with JAX's "not functionalized" error. `solve(..., check_traced=True)`
+    adds them.
+    """
+    import jax.numpy as jnp
+    from jax.experimental import checkify
+
+    from swan_jax.prepared import PreparedGraph
+
+    if isinstance(graph, PreparedGraph):
+        n = graph.num_nodes
+        slots = graph.num_rows * graph.slot_width
+        for name, high in (("neighbors", n), ("mirror", slots), ("overflow_owner", n),
+                           ("pair_receivers", max(n, 1)), ("pair_senders", max(n, 1)),
+                           ("pair_slot", max(slots, 1)), ("slot_pair", graph.num_pairs + 1)):
+            _check_range(f"prepared graph field {name}", getattr(graph, name), high)
+    else:
+        if x is not None:
+            n = jnp.shape(x)[0]
+        elif graph.nodes is not None:
+            n = jnp.shape(jax.tree_util.tree_leaves(graph.nodes)[0])[0]
+        else:
+            n = jnp.sum(graph.n_node)
+        _check_range("graph.senders", graph.senders, n)
+        _check_range("graph.receivers", graph.receivers, n)
+    if x is not None:
+        bad = ~jnp.isfinite(x)
+        first = jnp.argmax(jnp.reshape(bad, -1))
+        checkify.check(~jnp.any(bad), "x has a non-finite value at row {r}, column {c}",
+                       r=first // jnp.shape(x)[-1], c=first % jnp.shape(x)[-1])
+
+
+def checked(fn):
+    """`fn` run under `checkify.checkify`: the first failed check (e.g. of
+    `traced_checks`) raises `ValueError` with its message; otherwise `fn`'s result.
+
+        step = sj.checked(jax.jit(lambda p, g, x: sj.solve(p, g, x, cfg, check_traced=True)))
+    """
+    import functools
+
+    from jax.experimental import checkify
+
+    checkified = checkify.checkify(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        error, out = checkified(*args, **kwargs)
+        message = error.get()
+        if message is not None:
+            raise ValueError(message)
+        return out
+
+    return run

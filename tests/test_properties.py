@@ -421,3 +421,62 @@ def check_m2_spectrum(spec: Spec, seed: int, variant: str, adjacency: str) -> No
 def test_m2_without_gamma_has_a_purely_imaginary_spectrum(spec, seed, variant, adjacency):
     check_m2_spectrum(spec, seed, variant, adjacency)
 
+
+
+# --- the gather-only path equals the segment-sum path ------------------------------
+
+# A static layout for every generated batch: slot width 2, so hubs and multi-neighbour
+# nodes take overflow rows; room for every overflow row and listed pair there can be.
+SLOT_WIDTH, PAD_OVERFLOW, PAD_PAIRS = 2, 2 * PAD_EDGES, PAD_EDGES
+
+
+@functools.cache
+def field_pair(variant: str, adjacency: str):
+    """Jitted float64 field and solve-gradient of one variant, for either path."""
+    cfg = sj.SWANConfig(variant=variant, adjacency=adjacency, beta=0.7, gamma=0.3,
+                        num_layers=2, epsilon=0.3)
+
+    def loss(p, x, g):
+        return jnp.sum(jnp.sin(sj.solve(p, g, x, cfg)))
+
+    return (jax.jit(lambda p, x, g: sj.vector_field(p, g, x, cfg)),
+            jax.jit(jax.grad(loss, argnums=(0, 1))))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def slot_values(graph, adjacency: str):
+    ops = sj.slot_operators(graph, adjacency, dtype=jnp.float64)
+    return ops.phi, ops.psi
+
+
+def check_prepared_path(spec: Spec, seed: int, variant: str, adjacency: str) -> None:
+    with jax.enable_x64(True):
+        graph = jax.tree_util.tree_map(jnp.asarray, spec.padded())
+        prepared = jax.tree_util.tree_map(jnp.asarray, sj.prepare_graph(
+            spec.padded(), slot_width=SLOT_WIDTH, num_overflow=PAD_OVERFLOW,
+            num_pairs=PAD_PAIRS))
+        mirror = np.asarray(prepared.mirror).reshape(-1)
+        phi, psi = (np.asarray(v).reshape(-1) for v in slot_values(prepared, adjacency))
+        assert np.array_equal(phi, phi[mirror]) and np.array_equal(psi, -psi[mirror])
+        params = {k: jnp.asarray(v, jnp.float64) for k, v in field_params(variant).items()}
+        x = jnp.asarray(padded_features(spec, seed), jnp.float64)
+        field, grad = field_pair(variant, adjacency)
+        for got, want in ((field(params, x, prepared), field(params, x, graph)),
+                          (grad(params, x, prepared), grad(params, x, graph))):
+            for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want),
+                            strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12,
+                                           atol=1e-12)
+
+
+@PROPERTY
+@given(spec=graph_specs(), seed=st.integers(0, 2**16), variant=st.sampled_from(sj.VARIANTS),
+       adjacency=st.sampled_from(sj.ADJACENCIES))
+def test_prepared_path_equals_the_segment_path(spec, seed, variant, adjacency):
+    check_prepared_path(spec, seed, variant, adjacency)
+
+
+@degenerate
+@pytest.mark.parametrize("variant", ["swan", "swan-learn"])
+def test_prepared_path_on_degenerate_graphs(spec, variant):
+    check_prepared_path(spec, 0, variant, "sym")

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# GPU check for swan-jax: benchmark 1 (segment and gather paths; swan, swan-learn, gcn),
+# 4 vmapped seeds against 1, and a Peptides-func SWAN training run for the minutes left,
+# resumable across separate runs. At most 8 minutes on one H100 / H200 without network.
+#
+# Before (here, in the repository root; .whl, .gpu_data, .gpu_state are git-ignored):
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+#       -d .whl rdkit==2026.9.1 jraph==0.0.6.dev0
+#   mkdir -p .gpu_data .gpu_state && cp -r ../shared/data/peptides-functional .gpu_data/
+# Run (device tool): command "bash benchmarks/gpu_check.sh",
+#   carry [".whl", ".gpu_data", ".gpu_state"], timeout_s 560.
+# After: the figures are $OUT/gpu_check.json; copy $OUT/state.tar into .gpu_state/ to let the
+# next run continue the training where this one stopped.
+# CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
+# (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_MINUTES sets the budget, default 7).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/gpu_check}
+MINUTES=${GPU_CHECK_MINUTES:-7}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+
+PY=${PY:-python3}
+if [ -n "${GPU_CHECK_SMOKE:-}" ] && [ -x .venv/bin/python ]; then
+    PY=.venv/bin/python  # a CPU smoke run here uses the project's environment
+fi
+if [ -d .whl ] && ! "$PY" -c "import jraph, rdkit" 2>/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+export SWAN_DATA_DIR=${SWAN_DATA_DIR:-$PWD/.gpu_data}
+export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+if [ -n "${GPU_CHECK_SMOKE:-}" ]; then
+    export SWAN_DATA_DIR=${SMOKE_DATA_DIR:-$PWD/../shared/data}
+    [ -d cache ] && export SWAN_CACHE_DIR=$PWD/cache  # featurised once already
+    export JAX_PLATFORMS=cpu
+fi
+
+STATE=/tmp/gpu_check_state
+rm -rf "$STATE" && mkdir -p "$STATE"
+if [ -f .gpu_state/state.tar ]; then
+    tar -xf .gpu_state/state.tar -C "$STATE"
+    echo "resuming from .gpu_state/state.tar"
+fi
+
+"$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
+status=0
+timeout $((MINUTES * 60 + 45)) "$PY" -m benchmarks.gpu_check --out "$OUT" --state "$STATE" \
+    --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,training}" \
+    ${GPU_CHECK_SMOKE:+--smoke} || status=$?
+tar -cf "$OUT/state.tar" -C "$STATE" .
+echo "gpu check finished with status $status; figures in $OUT/gpu_check.json"
+exit $status

@@ -1,0 +1,463 @@
+"""The gather-only path (`prepare_graph`, `swan_jax.gather`) against the segment-sum path.
+
+Exactness by construction (`==`), equality with the reference path to 1e-12 in float64
+for every variant, solver, adjoint and transform, and the structural property the path
+exists for: no scatter in the compiled gradient of `solve`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import jax
+import jax.numpy as jnp
+import jraph
+import numpy as np
+import pytest
+
+import swan_jax as sj
+from swan_jax import gather
+from tests.graphs import graph_from_edges, random_directed, random_undirected
+from tests.test_core import make_params
+
+
+def star(num_leaves: int) -> jraph.GraphsTuple:
+    """A hub receiving from and sending to every leaf: degree `num_leaves`."""
+    leaves = list(range(1, num_leaves + 1))
+    return graph_from_edges(leaves + [0] * num_leaves, [0] * num_leaves + leaves,
+                            num_leaves + 1)
+
+
+def awkward(rng: np.random.Generator) -> jraph.GraphsTuple:
+    """Two graphs in one batch: directed multi-edges (up to 3 parallel), self-loops, an
+    isolated node, a hub; then padding as the batches lay it out."""
+    g1 = random_directed(rng, 7, 18)
+    g2 = random_undirected(rng, 9, isolated=2)
+    batch = jraph.batch([g1, g2])
+    n, e = int(batch.n_node.sum()), int(batch.n_edge.sum())
+    return jraph.pad_with_graphs(batch, n_node=n + 3, n_edge=e + 5, n_graph=4)
+
+
+GRAPHS = {
+    "undirected": lambda rng: random_undirected(rng, 10, isolated=2),
+    "directed multigraph": lambda rng: random_directed(rng, 8, 20),
+    "batch with padding": awkward,
+    "star": lambda rng: star(9),
+}
+WIDTHS = (None, 1, 2)  # chosen by the layout, and narrow ones that force overflow rows
+
+
+def prepared(graph, slot_width=None):
+    return sj.prepare_graph(graph, slot_width=slot_width)
+
+
+def case_graphs(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for name, build in GRAPHS.items():
+        graph = build(rng)
+        for width in WIDTHS:
+            yield f"{name}, K={width}", graph, prepared(graph, width)
+
+
+# --- the layout --------------------------------------------------------------------
+
+
+def test_layout_mirrors_are_an_involution_and_every_edge_is_counted_once():
+    for _, graph, pg in case_graphs():
+        sj.check_prepared(pg)
+        n = pg.num_nodes
+        senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
+        dense = np.zeros((n, n))
+        np.add.at(dense, (receivers, senders), 1.0)
+        owner = np.concatenate([np.arange(n), np.asarray(pg.overflow_owner)])
+        got = np.zeros((n, n))
+        np.add.at(got, (np.repeat(owner, pg.slot_width), np.asarray(pg.neighbors).reshape(-1)),
+                  np.asarray(pg.forward_count).reshape(-1))
+        np.testing.assert_array_equal(got, dense)  # A[u, v] on the slot of u naming v
+        flat_b = np.asarray(pg.backward_count).reshape(-1)
+        flat_f = np.asarray(pg.forward_count).reshape(-1)
+        np.testing.assert_array_equal(flat_b, flat_f[np.asarray(pg.mirror).reshape(-1)])
+
+
+def test_a_star_costs_memory_in_proportion_to_its_edges():
+    for leaves in (10, 100, 1000):
+        pg = prepared(star(leaves), slot_width=4)
+        slots = pg.num_rows * pg.slot_width
+        assert slots <= 4 * (2 * leaves + leaves + 1)  # not N times the hub's degree
+        assert pg.num_overflow == -(-leaves // 4) - 1
+
+
+def test_budgets_that_are_too_small_are_named():
+    with pytest.raises(ValueError, match=r"needs 9 overflow rows but the budget holds 2"):
+        sj.prepare_graph(star(10), slot_width=1, num_overflow=2)
+    with pytest.raises(ValueError, match=r"needs 20 listed pairs but the budget holds 5"):
+        sj.prepare_graph(star(10), num_pairs=5)
+    with pytest.raises(ValueError, match=r"slot_width must be an integer >= 1, got 0"):
+        sj.prepare_graph(star(3), slot_width=0)
+    bad = star(3)._replace(senders=jnp.asarray([0, 1, 2, 9, 0, 0]))
+    with pytest.raises(ValueError, match=r"graph\.senders\[3\] = 9 is out of range"):
+        sj.prepare_graph(bad)
+
+
+def test_plain_graph_round_trips_and_prepared_graphs_serve_encoders_and_readouts():
+    graph = awkward(np.random.default_rng(1))
+    graph = graph._replace(nodes=np.ones((int(graph.n_node.sum()), 2), np.float32))
+    pg = prepared(graph)
+    back = sj.plain_graph(pg)
+    assert isinstance(back, jraph.GraphsTuple)
+    for a, b in zip(back, graph, strict=True):
+        assert (a is None and b is None) or np.array_equal(a, b)
+    assert sj.plain_graph(graph) is graph
+    model = sj.Model(sj.LinearEncoder(4), sj.SWANBlock(sj.SWANConfig(num_layers=2)),
+                     sj.GraphReadout((3,)))
+    params = model.init(jax.random.PRNGKey(0), pg)
+    np.testing.assert_allclose(model.apply(params, pg), model.apply(params, graph),
+                               rtol=1e-5, atol=1e-6)
+
+
+# --- exact by construction ---------------------------------------------------------
+
+
+jit_slot_operators = jax.jit(sj.slot_operators, static_argnums=(1, 3))
+
+
+def slot_ops(pg, adjacency, learned: bool, dtype=jnp.float64):
+    weights = None
+    if learned:  # arbitrary positive per-pair weights, like a learned F
+        weights = jnp.asarray(np.random.default_rng(3).uniform(0.1, 2.0, pg.num_pairs), dtype)
+    return jit_slot_operators(jax.tree_util.tree_map(jnp.asarray, pg), adjacency, weights, dtype)
+
+
+@pytest.mark.parametrize("adjacency,learned", list(itertools.product(sj.ADJACENCIES,
+                                                                    (False, True))))
+def test_phi_and_psi_are_symmetric_and_antisymmetric_bit_for_bit(adjacency, learned, x64):
+    for name, _, pg in case_graphs():
+        ops = slot_ops(pg, adjacency, learned)
+        mirror = np.asarray(pg.mirror).reshape(-1)
+        phi, psi = np.asarray(ops.phi).reshape(-1), np.asarray(ops.psi).reshape(-1)
+        assert np.array_equal(phi, phi[mirror]), name
+        assert np.array_equal(psi, -psi[mirror]), name
+        assert np.array_equal(np.asarray(ops.hat_t).reshape(-1),
+                              np.asarray(ops.hat).reshape(-1)[mirror]), name
+        assert np.array_equal(np.asarray(ops.psi_t), -np.asarray(ops.psi)), name
+
+
+@pytest.mark.parametrize("adjacency", sj.ADJACENCIES)
+def test_densified_operators_equal_the_edge_operators_exactly(adjacency, x64):
+    """On the reference path's own edge weights: `densify(phi) == D(w) + D(w)^T` and
+    `densify(psi) == D(w~) - D(w~)^T` to the last bit (at most three parallel edges per
+    direction, where a sum of copies and a multiple round alike)."""
+    rng = np.random.default_rng(4)
+    for graph in (random_undirected(rng, 10, isolated=2), random_directed(rng, 8, 20),
+                  star(7)):
+        n = int(graph.n_node.sum())
+        for width in WIDTHS:
+            pg = jax.tree_util.tree_map(jnp.asarray, prepared(graph, width))
+            ops = jit_slot_operators(pg, adjacency, None, jnp.float64)
+            edge = sj.edge_operators(graph, n, adjacency, dtype=jnp.float64)
+            a_hat = np.asarray(sj.dense_operator(graph, edge.w_hat, n))
+            a_tilde = np.asarray(sj.dense_operator(graph, edge.w_tilde, n))
+            assert np.array_equal(np.asarray(gather.densify(pg, ops.phi)), a_hat + a_hat.T)
+            assert np.array_equal(np.asarray(gather.densify(pg, ops.psi)),
+                                  a_tilde - a_tilde.T)
+            assert np.array_equal(np.asarray(gather.densify(pg, ops.hat)), a_hat)
+
+
+# --- the same numbers as the segment-sum path --------------------------------------
+
+
+def assert_close(a, b, tol=1e-12):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=tol, atol=tol)
+
+
+CASES = list(itertools.product(sj.VARIANTS, sj.ADJACENCIES))
+
+
+def few_graphs(seed: int):
+    """A padded batch with every awkward feature, with the chosen slot width and with
+    overflow rows everywhere (K = 1); a star with K = 2."""
+    graph = awkward(np.random.default_rng(seed))
+    yield graph, prepared(graph)
+    yield graph, prepared(graph, 1)
+    yield star(6), prepared(star(6), 2)
+
+
+@pytest.mark.parametrize("variant,adjacency", CASES)
+def test_field_solve_and_gradients_equal_the_segment_path(variant, adjacency, x64):
+    cfg = sj.SWANConfig(variant=variant, adjacency=adjacency, beta=0.7, gamma=0.3,
+                        num_layers=3, epsilon=0.2)
+    rng = np.random.default_rng(5)
+
+    @jax.jit
+    def field(p, x, x0, g):
+        return sj.vector_field(p, g, x, cfg, x0=x0)
+
+    @jax.jit
+    def value_and_grad(p, x0, g):
+        return jax.value_and_grad(lambda p, x0: jnp.sum(jnp.sin(sj.solve(p, g, x0, cfg))),
+                                  argnums=(0, 1))(p, x0)
+
+    for graph, pg in few_graphs(6):
+        n = pg.num_nodes
+        params = make_params(cfg, 3, seed=7)
+        x, x0 = (jnp.asarray(rng.normal(size=(n, 3))) for _ in range(2))
+        assert_close(field(params, x, x0, pg), field(params, x, x0, graph))
+        assert_close(value_and_grad(params, x0, pg), value_and_grad(params, x0, graph))
+
+
+@pytest.mark.parametrize("solver,adjoint,tol", [
+    ("heun", "recursive", 1e-12), ("ralston", "backsolve", 1e-12), ("tsit5", "recursive", 1e-12),
+    ("dopri5", "direct", 1e-12), ("kvaerno3", "recursive", 1e-12),
+    # Adaptive steps of the continuous adjoint follow an error norm over the augmented state,
+    # which holds the operators (per edge on one path, per slot on the other): the two
+    # paths then agree to the solver's tolerance (rtol 1e-8), not to round-off.
+    ("bosh3", "backsolve", 1e-7),
+])
+def test_every_kind_of_solver_and_adjoint_equals_the_segment_path(solver, adjoint, tol, x64):
+    cfg = sj.SWANConfig(variant="swan-learn", num_layers=3, epsilon=0.1, beta=0.5)
+    graph = awkward(np.random.default_rng(8))
+    pg = prepared(graph, 2)
+    params = make_params(cfg, 3, seed=9)
+    x0 = jnp.asarray(np.random.default_rng(10).normal(size=(pg.num_nodes, 3)))
+
+    def loss(p, g):
+        out = sj.solve(p, g, x0, cfg, solver, rtol=1e-8, atol=1e-10, adjoint=adjoint)
+        return jnp.sum(out ** 2)
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
+    assert_close(value_and_grad(params, pg), value_and_grad(params, graph), tol=tol)
+
+
+@pytest.mark.parametrize("variant", ["swan", "swan-learn", "adgn"])
+def test_layer_dependent_weights_and_trajectories_equal_the_segment_path(variant, x64):
+    cfg = sj.SWANConfig(variant=variant, num_layers=4, epsilon=0.3, weight_sharing=False)
+    graph = awkward(np.random.default_rng(11))
+    pg = prepared(graph, 1)
+    params = make_params(cfg, 3, seed=12)
+    x0 = jnp.asarray(np.random.default_rng(13).normal(size=(pg.num_nodes, 3)))
+    assert_close(sj.solve(params, pg, x0, cfg, save_trajectory=True),
+                 sj.solve(params, graph, x0, cfg, save_trajectory=True))
+
+
+def test_forward_mode_jacobians_equal_the_segment_path(x64):
+    """Forward mode works on the prepared path too (implicit solvers and the analysis
+    use it): the kernels are linear maps with custom transposes, not custom VJPs."""
+    cfg = sj.SWANConfig(variant="swan-learn", beta=0.6)
+    graph = awkward(np.random.default_rng(14))
+    pg = prepared(graph, 2)
+    params = make_params(cfg, 2, seed=15)
+    x = jnp.asarray(np.random.default_rng(16).normal(size=(pg.num_nodes, 2)))
+    def f(p, x, g):
+        return sj.vector_field(p, g, x, cfg, x0=x)
+
+    for argnums in (0, 1):
+        forward = jax.jit(jax.jacfwd(f, argnums=argnums))
+        reverse = jax.jit(jax.jacrev(f, argnums=argnums))
+        assert_close(forward(params, x, pg), forward(params, x, graph))
+        assert_close(reverse(params, x, pg), forward(params, x, graph))
+
+
+def test_vmap_over_seeds_and_hyperparameters_on_the_prepared_path():
+    cfg = sj.SWANConfig(variant="swan-learn")
+    graph = awkward(np.random.default_rng(17))
+    pg = jax.tree_util.tree_map(jnp.asarray, prepared(graph, 2))
+    x0 = jnp.asarray(np.random.default_rng(18).normal(size=(pg.num_nodes, 4)), jnp.float32)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    stacked = jax.vmap(lambda k: sj.init_params(k, 4, cfg))(keys)
+    grid = cfg.replace(beta=jnp.asarray([1.0, -0.5, 0.3]), gamma=jnp.asarray([0.1, 0.2, 0.0]),
+                       epsilon=jnp.asarray([0.1, 0.2, 0.05]))
+
+    def loss(p, c, g):
+        return jnp.sum(sj.solve(p, g, x0, c) ** 2)
+
+    batched = jax.jit(jax.vmap(jax.grad(loss), in_axes=(0, 0, None)))(stacked, grid, pg)
+    for i, key in enumerate(keys):
+        c = cfg.replace(beta=float(grid.beta[i]), gamma=float(grid.gamma[i]),
+                        epsilon=float(grid.epsilon[i]))
+        one = jax.grad(loss)(sj.init_params(key, 4, cfg), c, graph)
+        assert_close(jax.tree_util.tree_map(lambda a, i=i: a[i], batched), one, tol=2e-5)
+
+
+def test_values_only_gradient_path(x64):
+    """Gradients w.r.t. the edge MLP alone (the other weights held): the aggregation's
+    tangent then has no input-sized part and takes the flat embedding."""
+    cfg = sj.SWANConfig(variant="swan-learn")
+    graph = random_undirected(np.random.default_rng(19), 8)
+    pg = prepared(graph, 2)
+    params = make_params(cfg, 3, seed=20)
+    x0 = jnp.asarray(np.random.default_rng(21).normal(size=(8, 3)))
+    mlp = {k: params[k] for k in ("K1", "k1", "K2", "k2")}
+
+    def loss(m, g):
+        return jnp.sum(sj.solve({**params, **m}, g, jax.lax.stop_gradient(x0), cfg) ** 2)
+
+    assert_close(jax.grad(loss)(mlp, pg), jax.grad(loss)(mlp, graph))
+
+
+# --- baselines ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(sj.BASELINE_LAYERS))
+def test_baselines_on_the_prepared_path_equal_the_segment_path(kind, x64):
+    graph = awkward(np.random.default_rng(22))
+    n = int(graph.n_node.sum())
+    x = jnp.asarray(np.random.default_rng(23).normal(size=(n, 3)))
+    stack = sj.MPNNStack(kind, 4, 2)
+    for width in WIDTHS:
+        pg = prepared(graph, width)
+        params = stack.init(jax.random.PRNGKey(0), graph, x)
+
+        def loss(p, x, g):
+            return jnp.sum(jnp.sin(stack.apply(p, g, x)))
+
+        assert_close(jax.value_and_grad(loss, argnums=(0, 1))(params, x, pg),
+                     jax.value_and_grad(loss, argnums=(0, 1))(params, x, graph), tol=1e-11)
+
+
+# --- the structural property -------------------------------------------------------
+
+
+def hlo_has(text: str, opcode: str) -> bool:
+    """Whether compiled HLO text holds an instruction `opcode(...)` (fusion bodies too;
+    metadata and names do not count)."""
+    return re.search(rf"\s{opcode}\(", text) is not None
+
+
+def compiled_gradient_hlo(variant: str, graph) -> str:
+    cfg = sj.SWANConfig(variant=variant)
+    params = sj.init_params(jax.random.PRNGKey(0), 8, cfg)
+    pg = jax.tree_util.tree_map(jnp.asarray, graph)
+    x0 = jnp.ones((int(np.sum(pg.n_node)), 8), jnp.float32)
+
+    def loss(p, x, g):
+        return jnp.sum(sj.solve(p, g, x, cfg) ** 2)
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    return grad.lower(params, x0, pg).compile().as_text()
+
+
+@pytest.mark.parametrize("variant", ["swan", "swan-learn"])
+@pytest.mark.parametrize("width", [None, 2])
+def test_compiled_gradient_of_solve_has_no_scatter(variant, width):
+    graph = prepared(awkward(np.random.default_rng(24)), width)
+    text = compiled_gradient_hlo(variant, graph)
+    assert hlo_has(text, "gather")  # the aggregations are there ...
+    assert not hlo_has(text, "scatter")  # ... and none of them, forward or backward, scatters
+    # The segment-sum reference path does scatter, so this test can fail.
+    assert hlo_has(compiled_gradient_hlo(variant, sj.plain_graph(graph)), "scatter")
+
+
+def test_gcn_processor_gradient_has_no_scatter():
+    graph = jax.tree_util.tree_map(jnp.asarray, prepared(awkward(np.random.default_rng(25))))
+    stack = sj.MPNNStack("gcn", 8, 2)
+    x = jnp.ones((graph.num_nodes, 8))
+    params = stack.init(jax.random.PRNGKey(0), graph, x)
+    grad = jax.jit(jax.grad(lambda p, x: jnp.sum(stack.apply(p, graph, x) ** 2),
+                            argnums=(0, 1)))
+    assert not hlo_has(grad.lower(params, x).compile().as_text(), "scatter")
+
+
+# --- bad inputs --------------------------------------------------------------------
+
+
+def test_prepared_graph_and_state_rows_must_agree_even_under_jit():
+    pg = jax.tree_util.tree_map(jnp.asarray, prepared(random_undirected(
+        np.random.default_rng(26), 6)))
+    cfg = sj.SWANConfig()
+    params = sj.init_params(jax.random.PRNGKey(0), 3, cfg)
+    with pytest.raises(ValueError, match=r"x has shape \(5, 3\) but the prepared graph has 6 "
+                                         r"nodes"):
+        jax.jit(lambda x: sj.solve(params, pg, x, cfg))(jnp.ones((5, 3)))
+    broken = pg._replace(mirror=pg.mirror[:-1])
+    with pytest.raises(ValueError, match=r"prepared graph field mirror has shape"):
+        sj.solve(params, broken, jnp.ones((6, 3)), cfg)
+    wrong = pg._replace(neighbors=pg.neighbors.at[0, 0].set(99))
+    with pytest.raises(ValueError, match=r"field neighbors\[0\] \(flat\) = 99 is out of range"):
+        sj.check_prepared(wrong)
+
+
+# --- prepared batches ----------------------------------------------------------------
+
+
+def varied_dataset(num_graphs: int, seed: int = 0):
+    """Graphs of 20 to 60 nodes: paths with chords and a hub, random features."""
+    from swan_jax.data import GraphDataset
+
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for _ in range(num_graphs):
+        n = int(rng.integers(20, 61))
+        s = np.arange(n - 1)
+        chords = rng.integers(0, n, (n // 4, 2))
+        hub = np.arange(1, min(n, 12))
+        send = np.concatenate([s, chords[:, 0], hub])
+        recv = np.concatenate([s + 1, chords[:, 1], np.zeros_like(hub)])
+        graphs.append(dict(nodes=rng.normal(size=(n, 3)).astype(np.float32),
+                           senders=np.concatenate([send, recv]),
+                           receivers=np.concatenate([recv, send]),
+                           graph_targets=rng.normal(size=(1, 2)).astype(np.float32)))
+    return GraphDataset.from_graphs(graphs)
+
+
+def test_batches_are_prepared_fill_the_budget_and_keep_one_shape():
+    from swan_jax.data.batching import budget_for, iterate_batches, padding_share
+
+    data = varied_dataset(300)
+    budget = budget_for(data, 32)
+    assert budget.slot_width is not None
+    batches = list(iterate_batches(data, 32, budget, np.random.default_rng(1)))
+    shapes = {tuple(np.shape(leaf) for leaf in jax.tree_util.tree_leaves(b.graph))
+              for b in batches}
+    assert len(shapes) == 1  # one compilation per epoch
+    fills = [1 - padding_share(b) for b in batches[:-1]]
+    assert np.mean(fills) >= 0.9, fills  # the quantile budget, not 1.15 x the mean
+    seen = np.concatenate([b.graph_targets[b.graph_mask][:, 0] for b in batches])
+    np.testing.assert_array_equal(np.sort(seen), np.sort(data.graph_targets[:, 0]))
+    for batch in batches[:3]:  # cut from the data set's closure = prepared from scratch
+        assert isinstance(batch.graph, sj.PreparedGraph)
+        fresh = sj.prepare_graph(sj.plain_graph(batch.graph), slot_width=budget.slot_width,
+                                 num_overflow=budget.n_overflow, num_pairs=budget.n_pair)
+        for a, b in zip(fresh, batch.graph, strict=True):
+            assert (a is None and b is None) or np.array_equal(a, b)
+
+
+def peptides(num: int, tmp_path):
+    """The first `num` real Peptides-func graphs when the raw files are here (no
+    download), else peptide-shaped stand-ins (`benchmarks.common`)."""
+    import os
+    from pathlib import Path
+
+    from swan_jax.data import load_peptides_func
+
+    for root in (os.environ.get("SWAN_DATA_DIR"), "/work/shared/data",
+                 str(Path(__file__).resolve().parents[2] / "shared" / "data")):
+        if root and (Path(root) / "peptides-functional").exists():
+            splits = load_peptides_func(root, tmp_path / "cache", limit=num, download=False,
+                                        progress=False)
+            return splits["train"], "real"
+    from benchmarks.common import _synthetic_peptides
+
+    return _synthetic_peptides(num), "synthetic"
+
+
+@pytest.mark.parametrize("variant", ["swan", "swan-learn"])
+def test_a_peptides_batch_gives_the_same_model_gradient_on_both_paths(variant, tmp_path, x64):
+    from swan_jax.data.batching import budget_for, iterate_batches
+    from swan_jax.encoders import AtomEncoder
+
+    data, _ = peptides(48, tmp_path)
+    batch = next(iterate_batches(data, 16, budget_for(data, 16)))
+    cfg = sj.SWANConfig(variant=variant, num_layers=3, epsilon=0.5)
+    model = sj.Model(AtomEncoder(16), sj.SWANBlock(cfg), sj.GraphReadout((8, 10),
+                                                                          pooling=("mean",)))
+    params = model.init(jax.random.PRNGKey(0), batch.graph)
+    params = jax.tree_util.tree_map(lambda p: p.astype(jnp.float64), params)
+
+    @jax.jit
+    def value_and_grad(p, g):
+        return jax.value_and_grad(lambda p: jnp.sum(model.apply(p, g) ** 2))(p)
+
+    graph = jax.tree_util.tree_map(jnp.asarray, batch.graph)
+    assert_close(value_and_grad(params, graph), value_and_grad(params, sj.plain_graph(graph)))
