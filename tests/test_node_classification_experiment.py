@@ -87,8 +87,9 @@ def test_tolokers_format_end_to_end_timings_and_resume(tmp_path, capsys, monkeyp
         assert c["train_ms_per_epoch"] > 0 and c["eval_ms_per_epoch"] > 0
     table = (tmp_path / "res/table.md").read_text()
     assert "| tolokers | gcn | ROC_AUC |" in table and "| 83.64 ± 0.67 |" in table
-    assert "2 of its 10 official split(s)" in table and "NOT every split" in table
+    assert "planned: 2 of its 10 split(s) (NOT every split)" in table
     assert "## Runtime per epoch (ms)" in table and "| 141.98 | 81.87 |" in table
+    assert "| tolokers | swan-learn | 2 | " in table  # the splits each row pools
     # a history line per epoch, with the step and evaluation seconds apart
     history = Path(records[0]["checkpoint_dir"]) / "history.jsonl"
     lines = [json.loads(line) for line in history.read_text().splitlines()]

@@ -176,9 +176,10 @@ class NodeClassification(Experiment):
     def notes(self, cfg: NodeConfig) -> list[str]:
         count = OFFICIAL_SPLITS[cfg.dataset]
         ran = len(cfg.split_indices())
-        return [f"{cfg.dataset}, full batch, {ran} of its {count} official split(s) pooled "
-                f"(one seed each)" + ("" if ran == count else " -- NOT every split"),
-                f"paper runtimes on {PAPER_DEVICE}"]
+        return [f"{cfg.dataset}, full batch, one seed per official split; planned: {ran} of "
+                f"its {count} split(s)" + ("" if ran == count else " (NOT every split)")
+                + "; a row pools the splits completed (column Splits of the runtime table; "
+                  "Seeds counts seeds per split)", f"paper runtimes on {PAPER_DEVICE}"]
 
     def table(self, cfg: NodeConfig, cells, skipped) -> str:
         return report.table(self, cfg, cells, skipped) + "\n" + runtime_table(cells)
@@ -250,12 +251,13 @@ def runtime_table(cells: Sequence[Mapping]) -> str:
              "validation epoch). Ours on the machine that "
              f"wrote this table, `{machine_info()['device']}` (each program's machine is in "
              f"results.json, `records[].machine`); the paper's on {PAPER_DEVICE}.", "",
-             "| dataset | model | Train (ours) | Inference (ours) | Train (paper) | "
-             "Inference (paper) |", "|" + " --- |" * 6]
+             "| dataset | model | Splits | Train (ours) | Inference (ours) | Train (paper) | "
+             "Inference (paper) |", "|" + " --- |" * 7]
     for c in cells:
         paper = PAPER.get((c["dataset"], c["model"]))
         lines.append(
-            f"| {c['dataset']} | {c['model']} | {_ms(c.get('train_ms_per_epoch'))} | "
+            f"| {c['dataset']} | {c['model']} | {len({r['split'] for r in c['per_seed']})} | "
+            f"{_ms(c.get('train_ms_per_epoch'))} | "
             f"{_ms(c.get('eval_ms_per_epoch'))} | "
             f"{_ms(paper and paper[2])} | {_ms(paper and paper[3])} |")
     return "\n".join(lines) + "\n"
