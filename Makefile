@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,chem,cuda12
 endif
 
-.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop curves results clean
+.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,14 @@ reproduce-transfer: install
 
 reproduce-graphprop: install
 	$(PY) experiments/graphprop.py --all $(RUN_FLAGS)
+
+# The paper's scalability table on Tolokers: GCN, SWAN, SWAN-learn, full batch, the 10
+# official splits pooled; ROC AUC and ms per epoch -> results/tolokers/. SPLITS=0,1 runs
+# fewer splits (the table says so).
+SPLITS ?=
+reproduce-tolokers: install
+	$(PY) experiments/node_classification.py --dataset tolokers --data-dir $(SWAN_DATA_DIR) \
+		$(if $(SPLITS),--splits $(SPLITS)) $(RUN_FLAGS)
 
 # Training curves of every program of a results folder: make curves RESULTS=results/lrgb
 RESULTS ?= results

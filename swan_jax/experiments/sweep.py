@@ -76,6 +76,9 @@ class Experiment:
     budget_hint: ClassVar[str] = "lower --hidden or --layers, or pass --allow-more-params"
     display_scale: ClassVar[float] = 1.0  # table values = metric x this (100: percent)
     table_sections: ClassVar[tuple[str, str] | None] = None  # (cell axis, heading)
+    # False: the test split is scored only at the end, at each run's best validation epoch
+    # (no per-epoch test curve), so an epoch evaluates once: one pass over a large graph.
+    track_test: ClassVar[bool] = True
 
     # ------------------------------------------------------------ what is particular
     def cells(self, cfg: SweepConfig) -> list[Cell]:
@@ -117,6 +120,11 @@ class Experiment:
     def plot(self, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
         """Draw the experiment's figure to `path`; False when there is nothing to draw."""
         return report.plot_against_paper(self, cells, path)
+
+    def table(self, cfg: SweepConfig, cells: Sequence[Mapping[str, Any]],
+              skipped: Sequence[str]) -> str:
+        """The markdown of `table.md` (default: the test metric beside the paper's)."""
+        return report.table(self, cfg, cells, skipped)
 
     # ------------------------------------------------------------ its command line
     def add_arguments(self, parser) -> None:
@@ -279,7 +287,7 @@ def train_config(exp: Experiment, cfg: SweepConfig, program: Program, on_epoch_e
         task_level=task.level, seeds=tuple(cfg.seeds), checkpoint_dir=str(program.folder),
         save_checkpoints=cfg.save_checkpoints, resume=cfg.resume, max_params=exp.max_params,
         allow_more_params=cfg.allow_more_params, on_divergence="stop_run",
-        data_parallel=cfg.data_parallel, progress=cfg.progress,
+        data_parallel=cfg.data_parallel, progress=cfg.progress, track_test=exp.track_test,
         description=program.name, on_epoch_end=on_epoch_end)
 
 
@@ -316,6 +324,17 @@ def data_sizes(splits: Mapping[str, Split]) -> dict[str, dict[str, int]]:
     return sizes
 
 
+def epoch_milliseconds(timings: Sequence[Mapping[str, float]]) -> dict[str, float | None]:
+    """Median milliseconds per epoch of the training steps and of the evaluation (every
+    evaluated split), apart; the first epoch, which compiles, is left out when there are
+    others. None without timings."""
+    timed = [t for t in timings if "train_seconds" in t and "eval_seconds" in t]
+    steady = timed[1:] or timed
+    return {f"{part}_ms_per_epoch": (1e3 * float(np.median([t[f"{part}_seconds"]
+                                                            for t in steady]))
+                                     if steady else None) for part in ("train", "eval")}
+
+
 def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
                    result: TrainResult, splits: Mapping[str, Split] | None = None
                    ) -> dict[str, Any]:
@@ -330,6 +349,7 @@ def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
         "first_epoch_seconds": seconds[0] if seconds else None,
         "seconds_per_epoch": float(np.median(seconds[1:] or seconds)) if seconds else None,
         "train_seconds": float(sum(seconds)), "wall_time": result.wall_time,
+        **epoch_milliseconds(result.timings),
         "checkpoint_dir": str(program.folder), "machine": machine_info()}
 
 
@@ -440,8 +460,9 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
         summary = summarise_runs(runs, metric_mode(recs[0]["metric"]))
         best = summary["best"]
         chosen = [r for r in runs if r["hparams"] == best["hparams"]]
-        program = next(rec for rec in recs if rec["static"] == {
-            k: best["hparams"][k] for k in rec["static"]})
+        programs = [rec for rec in recs if rec["static"] == {
+            k: best["hparams"][k] for k in rec["static"]}]
+        program = programs[0]
         out.append({
             **cell, "metric": recs[0]["metric"], "best_hparams": best["hparams"],
             **{k: best[k] for k in ("val_mean", "val_std", "test_mean", "test_std")},
@@ -453,6 +474,8 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             "diverged": [r["diverged"] for r in chosen],
             "epochs_completed": max(rec["epochs_completed"] for rec in recs),
             "params": program["num_params"], "seconds_per_epoch": program["seconds_per_epoch"],
+            **{key: _median_or_none([rec.get(key) for rec in programs])
+               for key in ("train_ms_per_epoch", "eval_ms_per_epoch")},
             "wall_time": float(sum(rec["wall_time"] for rec in recs)),
             "grid_points": len(summary["points"]), "programs": len(recs),
             "paper": _list_or_none(exp.paper(cell))})
@@ -461,6 +484,12 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
 
 def _list_or_none(value):
     return None if value is None else [float(v) for v in value]
+
+
+def _median_or_none(values):
+    """The median of the values that are there (pooled cells: one per program)."""
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
 
 
 # ============================================================================ the run
@@ -515,7 +544,7 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
                                     "cells": cells,
                                     "records": results.records, "not_run": list(skipped)},
                      overwrite=True)
-    write_text_atomic(folder / "table.md", report.table(exp, cfg, cells, skipped))
+    write_text_atomic(folder / "table.md", exp.table(cfg, cells, skipped))
     write_text_atomic(folder / "config.toml", dump_toml(cfg, exp.name))
     if cells:
         exp.plot(cells, folder / f"{exp.name}.png")
