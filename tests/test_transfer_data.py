@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import pytest
 
+from swan_jax.config import SWANConfig
 from swan_jax.data import transfer
 from swan_jax.data.transfer import SOURCE, TARGET, TOPOLOGIES
-from tests.graphs import dataset_graph_to_networkx
+from swan_jax.field import init_params, vector_field
+from tests.graphs import dataset_graph_to_networkx, graph_from_edges
 
 DISTANCES = (1, 2, 3, 5, 10, 50)
 
@@ -212,3 +216,17 @@ def test_variant_errors():
         transfer.load_transfer("ring", 3, variant="Authors")
     with pytest.raises(ValueError, match="k - 1 hops"):
         transfer.make_transfer_dataset("line", 1, 1, 0, variant="authors")
+
+
+@pytest.mark.parametrize("topology,k,expected", [
+    ("ring", 3, False), ("ring", 10, False), ("crossed-ring", 2, False),
+    ("crossed-ring", 5, True), ("line", 5, True), ("line", 1, False),  # 2 nodes: regular
+])
+def test_beta_matters_only_off_regular_graphs(topology, k, expected):
+    assert transfer.beta_matters(topology, k) is expected
+    data = transfer.make_transfer_dataset(topology, k, num_graphs=1, seed=0)
+    graph = graph_from_edges(data.senders, data.receivers, int(data.n_node[0]))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(int(data.n_node[0]), 4)), jnp.float32)
+    params = init_params(jax.random.PRNGKey(0), 4, SWANConfig())
+    out = [np.asarray(vector_field(params, graph, x, SWANConfig(beta=b))) for b in (1.0, -1.0)]
+    assert np.array_equal(out[0], out[1]) is (not expected)
