@@ -71,12 +71,48 @@ def weighted_cross_entropy(logits: Array, target: Array, mask: Array, *,
     return jnp.sum(row_weight * nll) / jnp.maximum(jnp.sum(row_weight), 1e-12)
 
 
+
+def graph_mean_mse(pred: Array, target: Array, mask: Array, n_node: Array) -> Array:
+    """MSE averaged per graph first: the mean over graphs of each graph's node-mean error.
+
+    The GraphProp loss of the ADGN and SWAN reference code (per-graph sum of the node
+    squared errors divided by the graph's node count, then the mean over the batch's
+    graphs); it weights every graph equally, where `mse` weights every node equally.
+
+    Args:
+      pred, target: `[R, T]` node rows (several columns are averaged within a row).
+      mask: `[R]`, True on real rows; padding rows count nowhere.
+      n_node: `[G]` rows per graph, consecutive, `sum(n_node) == R` (a padded batch's
+        `graph.n_node`; for data-parallel shards, the shards' `n_node` flattened in shard
+        order). Graphs without a real row (the padding graph, empty slots) are left out.
+
+    Returns:
+      A scalar; 0 when no graph has a real row.
+    """
+    rows = pred.shape[0]
+    se = ((pred - target) ** 2).reshape(rows, -1).mean(axis=1)
+    real = mask.astype(se.dtype)
+    num_graphs = n_node.shape[0]
+    graph_of_row = jnp.repeat(jnp.arange(num_graphs), n_node, total_repeat_length=rows)
+    sums = jax.ops.segment_sum(se * real, graph_of_row, num_segments=num_graphs)
+    counts = jax.ops.segment_sum(real, graph_of_row, num_segments=num_graphs)
+    present = counts > 0
+    per_graph = jnp.where(present, sums / jnp.maximum(counts, 1.0), 0.0)
+    return jnp.sum(per_graph) / jnp.maximum(jnp.sum(present.astype(se.dtype)), 1.0)
+
+
 LOSSES: dict[str, LossFn] = {
     "mse": mse,
     "l1": l1,
     "bce": binary_cross_entropy,
     "ce": cross_entropy,
     "weighted_ce": weighted_cross_entropy,
+}
+
+
+# Losses that also need the batch's graph sizes: `fn(pred, target, mask, n_node)`.
+PER_GRAPH_LOSSES: dict[str, Callable[[Array, Array, Array, Array], Array]] = {
+    "graph_mean_mse": graph_mean_mse,
 }
 
 

@@ -317,3 +317,116 @@ def test_errors(tmp_path):
         gp.load_graphprop("spectral_radius", cache_dir=tmp_path, **SMALL)
     with pytest.raises(ValueError, match="label_columns"):
         gp.load_graphprop("sssp", "pna", cache_dir=tmp_path, **SMALL)
+
+
+# --------------------------------------------------------------------- label settings
+
+@pytest.mark.parametrize("labels,task,column,normalised", [
+    ("paper", "sssp", 2, False), ("paper", "eccentricity", 0, False),
+    ("faithful", "sssp", 0, True), ("faithful", "eccentricity", 1, True),
+    ("swan-code", "sssp", 2, True), ("swan-code", "eccentricity", 0, True),
+])
+def test_label_settings(tmp_path, labels, task, column, normalised):
+    raw, stats = gp.load_graphprop_raw(tmp_path, seed=9, **SMALL)
+    out = gp.load_graphprop(task, cache_dir=tmp_path, seed=9, labels=labels, **SMALL)
+    scale = stats["node"][column] if normalised else 1.0
+    for split in gp.SPLITS:
+        np.testing.assert_allclose(out[split].node_targets[:, 0],
+                                   raw[split].node_targets[:, column] / scale, rtol=1e-6)
+    # Raw labels keep their units (hop counts, Laplacian features well beyond 1); normalised
+    # ones peak at exactly 1 on the training split.
+    peak = float(out["train"].node_targets.max())
+    assert peak == pytest.approx(1.0) if normalised else peak > 1.5
+
+
+def test_paper_diameter_is_raw_and_faithful_is_normalised(tmp_path):
+    raw, stats = gp.load_graphprop_raw(tmp_path, seed=9, **SMALL)
+    kw = dict(cache_dir=tmp_path, seed=9, **SMALL)
+    paper = gp.load_graphprop("diameter", labels="paper", **kw)
+    faithful = gp.load_graphprop("diameter", labels="faithful", **kw)
+    for split in gp.SPLITS:
+        np.testing.assert_array_equal(paper[split].graph_targets, raw[split].graph_targets)
+        np.testing.assert_allclose(faithful[split].graph_targets,
+                                   raw[split].graph_targets / stats["graph"][0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("legacy,labels", [("paper", "faithful"), ("adgn", "swan-code")])
+def test_legacy_label_columns_map_to_settings(tmp_path, legacy, labels):
+    kw = dict(cache_dir=tmp_path, seed=9, **SMALL)
+    assert gp.resolve_labels(label_columns=legacy) == labels
+    for task in gp.NODE_TASKS:
+        a = gp.load_graphprop(task, legacy, **kw)["val"].node_targets
+        b = gp.load_graphprop(task, labels=labels, **kw)["val"].node_targets
+        np.testing.assert_array_equal(a, b)
+    assert gp.resolve_labels() == "faithful"
+
+
+def test_setting_protocols():
+    paper = gp.LABEL_SETTINGS["paper"]
+    assert (paper.columns, paper.normalise, paper.loss, paper.batch_size) == (
+        "adgn", False, "graph_mean_mse", 512)
+    assert gp.LABEL_SETTINGS["faithful"].normalise and gp.LABEL_SETTINGS["faithful"].columns \
+        == "paper"
+    assert gp.LABEL_SETTINGS["swan-code"].batch_size == 128
+
+
+def test_label_setting_errors(tmp_path):
+    with pytest.raises(ValueError, match="labels must be one of"):
+        gp.load_graphprop("sssp", cache_dir=tmp_path, labels="raw", **SMALL)
+    with pytest.raises(ValueError, match="not both"):
+        gp.load_graphprop("sssp", "adgn", cache_dir=tmp_path, labels="paper", **SMALL)
+
+
+# ------------------------------------------------------------------ constant predictor
+
+def _two_graph_split(values, n_node, level="node"):
+    values = np.asarray(values, np.float32).reshape(-1, 1)
+    n_node = np.asarray(n_node, np.int32)
+    return GraphDataset(
+        nodes=np.zeros((int(n_node.sum()), 2), np.float32), edges=None,
+        senders=np.zeros(0, np.int32), receivers=np.zeros(0, np.int32), n_node=n_node,
+        n_edge=np.zeros(len(n_node), np.int32),
+        node_targets=values if level == "node" else None,
+        graph_targets=values if level == "graph" else None)
+
+
+def test_per_graph_squared_error():
+    pred = np.array([0.0, 0.0, 0.0, 1.0])
+    target = np.array([1.0, 3.0, 0.0, 3.0])
+    np.testing.assert_allclose(gp.per_graph_squared_error(pred, target, [2, 0, 2]),
+                               [5.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match="same rows"):
+        gp.per_graph_squared_error(pred, target, [2, 1])
+
+
+def test_constant_predictor_by_hand():
+    # Graph 1: labels (0, 0, 0, 4) -> node mean 1; graph 2: (4, 4) -> 4.
+    train = _two_graph_split([0, 0, 0, 4, 4, 4], [4, 2])
+    test = _two_graph_split([1, 3], [1, 1])
+    by_graph = gp.constant_predictor_scores({"train": train, "test": test}, "sssp")
+    assert by_graph["constant"] == pytest.approx(2.5)  # mean of the graph means (1 + 4) / 2
+    assert by_graph["test"] == pytest.approx(np.log10(1.25))  # graphs (1), (3): 2.25, 0.25
+    by_node = gp.constant_predictor_scores({"train": train, "test": test}, "sssp", "node")
+    assert by_node["constant"] == pytest.approx(2.0)  # 12 / 6
+    assert by_node["test"] == pytest.approx(np.log10(1.0))
+    # Per-graph averaging is what graph_mean_mse minimises: the constant beats its neighbours.
+    def train_loss(c):
+        return np.nanmean(gp.per_graph_squared_error(np.full(6, c), train.node_targets[:, 0],
+                                                     train.n_node))
+    assert train_loss(2.5) < min(train_loss(2.4), train_loss(2.6))
+    graph_level = {"train": _two_graph_split([2, 4], [3, 3], "graph"),
+                   "test": _two_graph_split([5], [3], "graph")}
+    for averaging in ("graph", "node"):
+        scores = gp.constant_predictor_scores(graph_level, "diameter", averaging)
+        assert scores["constant"] == 3.0 and scores["test"] == pytest.approx(np.log10(4.0))
+
+
+def test_constant_predictor_raw_labels_score_above_normalised(tmp_path):
+    kw = dict(cache_dir=tmp_path, seed=4, **SMALL)
+    for task in gp.TASKS:
+        raw = gp.constant_predictor(task, "paper", **kw)
+        faithful = gp.constant_predictor(task, "faithful", **kw)
+        assert set(raw) == {"constant", "train", "val", "test"}
+        assert faithful["test"] < 0.0 < raw["test"]
+    with pytest.raises(ValueError, match="averaging"):
+        gp.constant_predictor_scores({"train": _two_graph_split([1], [1])}, "sssp", "mean")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import pytest
 
+from swan_jax.config import SWANConfig
 from swan_jax.data import transfer
 from swan_jax.data.transfer import SOURCE, TARGET, TOPOLOGIES
-from tests.graphs import dataset_graph_to_networkx
+from swan_jax.field import init_params, vector_field
+from tests.graphs import dataset_graph_to_networkx, graph_from_edges
 
 DISTANCES = (1, 2, 3, 5, 10, 50)
 
@@ -141,3 +145,88 @@ def test_errors():
             transfer.make_transfer_dataset("ring", bad, 1, 0)
         with pytest.raises(ValueError, match="distance"):
             transfer.load_transfer("line", bad)
+
+
+# ------------------------------------------------------------ the authors' variant
+
+def _split_graphs(data):
+    n = int(data.n_node[0])
+    return data.nodes[:, 0].reshape(-1, n), data.node_targets[:, 0].reshape(-1, n)
+
+
+def test_default_variant_is_the_paper():
+    a = transfer.make_transfer_dataset("line", 4, num_graphs=5, seed=3)
+    b = transfer.make_transfer_dataset("line", 4, num_graphs=5, seed=3, variant="paper")
+    for field in ("nodes", "node_targets", "senders", "receivers", "n_node"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_authors_variant_copies_the_source_label(topology):
+    data = transfer.make_transfer_dataset(topology, 5, num_graphs=200, seed=3,
+                                          variant="authors")
+    x, y = _split_graphs(data)
+    assert (x[:, SOURCE] == 1.0).all() and (x[:, TARGET] == 0.0).all()
+    assert (y[:, SOURCE] == 1.0).all() and (y[:, TARGET] == 1.0).all()  # copy, no swap
+    rest = np.delete(np.arange(x.shape[1]), [SOURCE, TARGET])
+    np.testing.assert_array_equal(x[:, rest], y[:, rest])
+    # Features fill [0, 1), not the paper's [0, 0.5).
+    assert x[:, rest].min() >= 0.0 and x[:, rest].max() < 1.0
+    assert x[:, rest].max() > 0.9 and (x[:, rest] > 0.5).mean() > 0.4
+
+
+@pytest.mark.parametrize("k", (2, 3, 10))
+def test_authors_line_has_k_nodes_and_k_minus_one_hops(k):
+    data = transfer.make_transfer_dataset("line", k, num_graphs=2, seed=0, variant="authors")
+    assert list(data.n_node) == [k, k]
+    graph = _graph(data, 0)
+    assert nx.shortest_path_length(graph, SOURCE, TARGET) == k - 1 == transfer.hops(
+        "line", k, "authors")
+    assert graph.number_of_edges() == k - 1 and nx.number_of_selfloops(graph) == 0
+
+
+@pytest.mark.parametrize("topology", ("ring", "crossed-ring"))
+def test_authors_rings_keep_the_paper_topology(topology):
+    paper = transfer.make_transfer_dataset(topology, 6, num_graphs=2, seed=0)
+    authors = transfer.make_transfer_dataset(topology, 6, num_graphs=2, seed=0,
+                                             variant="authors")
+    assert transfer.hops(topology, 6, "authors") == transfer.hops(topology, 6) == 6
+    for field in ("senders", "receivers", "n_node", "n_edge"):
+        np.testing.assert_array_equal(getattr(paper, field), getattr(authors, field))
+
+
+def test_authors_variant_is_cached_apart(tmp_path):
+    sizes = (4, 2, 2)
+    paper = transfer.load_transfer("ring", 3, cache_dir=tmp_path, sizes=sizes)
+    authors = transfer.load_transfer("ring", 3, cache_dir=tmp_path, sizes=sizes,
+                                     variant="authors")
+    names = sorted(p.name for p in (tmp_path / "transfer").glob("*.npz"))
+    assert len(names) == 6 and sum(n.startswith("authors_") for n in names) == 3
+    assert (authors["train"].node_targets[:, 0].reshape(4, -1)[:, SOURCE] == 1.0).all()
+    assert (paper["train"].node_targets[:, 0].reshape(4, -1)[:, SOURCE] == 0.0).all()
+    again = transfer.load_transfer("ring", 3, cache_dir=tmp_path, sizes=sizes,
+                                   variant="authors")
+    np.testing.assert_array_equal(again["test"].nodes, authors["test"].nodes)
+
+
+def test_variant_errors():
+    with pytest.raises(ValueError, match="paper, authors"):
+        transfer.make_transfer_dataset("ring", 3, 1, 0, variant="released")
+    with pytest.raises(ValueError, match="paper, authors"):
+        transfer.load_transfer("ring", 3, variant="Authors")
+    with pytest.raises(ValueError, match="k - 1 hops"):
+        transfer.make_transfer_dataset("line", 1, 1, 0, variant="authors")
+
+
+@pytest.mark.parametrize("topology,k,expected", [
+    ("ring", 3, False), ("ring", 10, False), ("crossed-ring", 2, False),
+    ("crossed-ring", 5, True), ("line", 5, True), ("line", 1, False),  # 2 nodes: regular
+])
+def test_beta_matters_only_off_regular_graphs(topology, k, expected):
+    assert transfer.beta_matters(topology, k) is expected
+    data = transfer.make_transfer_dataset(topology, k, num_graphs=1, seed=0)
+    graph = graph_from_edges(data.senders, data.receivers, int(data.n_node[0]))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(int(data.n_node[0]), 4)), jnp.float32)
+    params = init_params(jax.random.PRNGKey(0), 4, SWANConfig())
+    out = [np.asarray(vector_field(params, graph, x, SWANConfig(beta=b))) for b in (1.0, -1.0)]
+    assert np.array_equal(out[0], out[1]) is (not expected)

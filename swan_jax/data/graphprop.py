@@ -24,11 +24,28 @@ uniform in [0, 1). Raw node labels come in PNA's column order `PNA_NODE_COLUMNS`
 `[sssp, eccentricity, laplacian]` with sssp the hop distance from the source (0 where
 unreachable), eccentricity the largest finite distance from each node, laplacian `(D - A) x`
 on the value channel; the graph label is the diameter (largest finite distance).
-Labels are divided by their maximum over the training split (`train_max`), per column.
 
-`label_columns="adgn"` reproduces how ADGN's loader read PNA's columns: its task "sssp" is
-column 2 (the Laplacian features) and its task "eccentricity" column 0 (sssp);
-`label_columns="paper"` gives each task its own column. The diameter is the same in both.
+Label settings (`labels=`, see `LABEL_SETTINGS`):
+
+* "paper": what produced the paper's Table 2 (ADGN's pipeline, which the paper follows):
+  RAW labels and ADGN's columns. ADGN's loader (`gravins/Anti-SymmetricDGN`,
+  `graph_prop_pred/utils/pna_dataset.py`) calls `super().__init__(root)` before it sets
+  `self.pre_transform`, so `process()` runs without the normalising transform; and it reads
+  PNA's node labels as if they were `[eccentricity, laplacian, sssp]` (its comment) while
+  PNA stores `[sssp, eccentricity, laplacian]` (`multitask_dataset.py`: the sssp column
+  first, then `--nodes_labels`' eccentricity, graph_laplacian_features). So its task "sssp"
+  is column 2 (the Laplacian features `(D - A) x`) and its task "eccentricity" is column 0
+  (sssp). The diameter is right. Loss: per-graph node means, then the mean over graphs
+  (`swan_jax.losses.graph_mean_mse`); batch size 512 (ADGN's `model_selection.py`).
+* "faithful": the task as the paper describes it: every task its own column, labels
+  divided by their maximum over the training split (`train_max`), per column.
+* "swan-code": what the SWAN authors' released code computes (`gravins/SWAN`,
+  `graph_property_prediction/utils/gpp_dataset.py`): ADGN's columns, labels divided by the
+  training maxima (that loader does call its `normalize`); batch size 128.
+
+The older keyword `label_columns` still works and always normalises:
+`label_columns="paper"` is `labels="faithful"`, `label_columns="adgn"` is
+`labels="swan-code"`.
 """
 
 from __future__ import annotations
@@ -38,6 +55,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
@@ -61,10 +79,38 @@ FAMILY_WEIGHTS = {
 PNA_NODE_COLUMNS = ("sssp", "eccentricity", "laplacian")
 TASKS = ("sssp", "eccentricity", "diameter")
 NODE_TASKS = ("sssp", "eccentricity")
-LABEL_COLUMNS = {
+LABEL_COLUMNS = {  # the legacy `label_columns` names: "paper" = each task its own column
     "paper": {"sssp": 0, "eccentricity": 1},
     "adgn": {"sssp": 2, "eccentricity": 0},
 }
+
+
+@dataclass(frozen=True)
+class LabelSetting:
+    """How one label setting reads, scales and trains on the labels (module docstring).
+
+    `columns` keys `LABEL_COLUMNS`; `normalise` divides by the training maxima; `loss`,
+    `batch_size` and `metric` are the training protocol of the pipeline it reproduces
+    (`loss` names a `swan_jax.losses` function; "graph_mean_log10_mse" is log10 of the
+    mean over graphs of each graph's node-mean squared error, i.e. of `graph_mean_mse`).
+    """
+
+    columns: str
+    normalise: bool
+    loss: str
+    batch_size: int
+    metric: str = "graph_mean_log10_mse"
+
+
+LABEL_SETTINGS: dict[str, LabelSetting] = {
+    "paper": LabelSetting(columns="adgn", normalise=False, loss="graph_mean_mse",
+                          batch_size=512),
+    "faithful": LabelSetting(columns="paper", normalise=True, loss="graph_mean_mse",
+                             batch_size=512),
+    "swan-code": LabelSetting(columns="adgn", normalise=True, loss="graph_mean_mse",
+                              batch_size=128),
+}
+LEGACY_LABEL_COLUMNS = {"paper": "faithful", "adgn": "swan-code"}  # label_columns -> labels
 SPLITS = ("train", "val", "test")
 DEFAULT_SEED = 1234
 DEFAULT_NODES = {"train": tuple(range(25, 35)), "val": tuple(range(25, 30)),
@@ -338,25 +384,51 @@ def _safe(m: np.ndarray) -> np.ndarray:
     return np.where(m == 0, 1.0, m).astype(np.float32)
 
 
-def select_task(raw: dict[str, GraphDataset], task: str, label_columns: str = "paper",
-                stats: dict[str, np.ndarray] | None = None) -> dict[str, GraphDataset]:
-    """One task's splits from raw ones, labels divided by the training maxima (`stats`,
-    computed from `raw["train"]` when not given; a zero maximum divides by 1)."""
+def resolve_labels(labels: str | None = None, label_columns: str | None = None) -> str:
+    """The `LABEL_SETTINGS` name meant by `labels` or the legacy `label_columns` (module
+    docstring); "faithful" when neither is given."""
+    if labels is not None and label_columns is not None:
+        raise ValueError(f"give labels or label_columns, not both (got labels={labels!r}, "
+                         f"label_columns={label_columns!r})")
+    if label_columns is not None:
+        if label_columns not in LEGACY_LABEL_COLUMNS:
+            raise ValueError(f"label_columns must be one of {tuple(LEGACY_LABEL_COLUMNS)}, "
+                             f"got {label_columns!r}")
+        return LEGACY_LABEL_COLUMNS[label_columns]
+    labels = "faithful" if labels is None else labels
+    if labels not in LABEL_SETTINGS:
+        raise ValueError(f"labels must be one of {tuple(LABEL_SETTINGS)}, got {labels!r}")
+    return labels
+
+
+def _check_task(task: str) -> None:
     if task not in TASKS:
         raise ValueError(f"unknown graph-property task {task!r}; valid ones: {', '.join(TASKS)}")
-    if label_columns not in LABEL_COLUMNS:
-        raise ValueError(f"label_columns must be one of {tuple(LABEL_COLUMNS)}, "
-                         f"got {label_columns!r}")
-    stats = train_max(raw["train"]) if stats is None else stats
+
+
+def select_task(raw: dict[str, GraphDataset], task: str, label_columns: str | None = None,
+                stats: dict[str, np.ndarray] | None = None, *,
+                labels: str | None = None) -> dict[str, GraphDataset]:
+    """One task's splits from raw ones, in the label setting `labels` (or the legacy
+    `label_columns`; default "faithful"). Normalised settings divide by the training maxima
+    (`stats`, computed from `raw["train"]` when not given; a zero maximum divides by 1)."""
+    _check_task(task)
+    setting = LABEL_SETTINGS[resolve_labels(labels, label_columns)]
+    if setting.normalise:
+        stats = train_max(raw["train"]) if stats is None else stats
     out = {}
     for split, data in raw.items():
         if task in NODE_TASKS:
-            col = LABEL_COLUMNS[label_columns][task]
-            node_t = data.node_targets[:, col:col + 1] / _safe(stats["node"][col])
+            col = LABEL_COLUMNS[setting.columns][task]
+            node_t = data.node_targets[:, col:col + 1]
+            if setting.normalise:
+                node_t = node_t / _safe(stats["node"][col])
             graph_t = None
         else:
             node_t = None
-            graph_t = data.graph_targets[:, :1] / _safe(stats["graph"][0])
+            graph_t = data.graph_targets[:, :1]
+            if setting.normalise:
+                graph_t = graph_t / _safe(stats["graph"][0])
         out[split] = GraphDataset(
             nodes=data.nodes, edges=None, senders=data.senders, receivers=data.receivers,
             n_node=data.n_node, n_edge=data.n_edge,
@@ -402,20 +474,90 @@ def load_graphprop_raw(cache_dir: str | Path | None = None, seed: int = DEFAULT_
     return raw, stats
 
 
-def load_graphprop(task: str, label_columns: str = "paper",
+def load_graphprop(task: str, label_columns: str | None = None,
                    cache_dir: str | Path | None = None, seed: int = DEFAULT_SEED,
-                   nodes: dict | None = None,
-                   per_size: dict | None = None) -> dict[str, GraphDataset]:
-    """Train / val / test for `task` in `TASKS`, normalised by the training maxima.
+                   nodes: dict | None = None, per_size: dict | None = None, *,
+                   labels: str | None = None) -> dict[str, GraphDataset]:
+    """Train / val / test for `task` in `TASKS` in one label setting.
 
     Node tasks: `node_targets [sum N, 1]`, no graph targets; "diameter": `graph_targets
-    [G, 1]`, no node targets. `label_columns` ("paper" or "adgn") is explained in the module
+    [G, 1]`, no node targets. `labels` ("paper", "faithful", "swan-code"; default
+    "faithful") or the legacy `label_columns` ("paper", "adgn") is explained in the module
     docstring; `nodes` / `per_size` as in `make_graphprop_splits`.
     """
-    if task not in TASKS:
-        raise ValueError(f"unknown graph-property task {task!r}; valid ones: {', '.join(TASKS)}")
-    if label_columns not in LABEL_COLUMNS:
-        raise ValueError(f"label_columns must be one of {tuple(LABEL_COLUMNS)}, "
-                         f"got {label_columns!r}")
+    _check_task(task)
+    labels = resolve_labels(labels, label_columns)
     raw, stats = load_graphprop_raw(cache_dir, seed, nodes, per_size)
-    return select_task(raw, task, label_columns, stats)
+    return select_task(raw, task, stats=stats, labels=labels)
+
+
+# ------------------------------------------------------------------ reference scores
+
+def per_graph_squared_error(pred: np.ndarray, target: np.ndarray,
+                            n_node: np.ndarray) -> np.ndarray:
+    """`[G]` mean squared error of each graph's consecutive rows (`pred`, `target` `[R, T]`,
+    `n_node [G]` summing to R; a graph without rows gets NaN)."""
+    pred = np.asarray(pred, np.float64).reshape(len(pred), -1)
+    target = np.asarray(target, np.float64).reshape(len(target), -1)
+    n_node = np.asarray(n_node)
+    if pred.shape != target.shape or n_node.sum() != len(pred):
+        raise ValueError(f"pred {pred.shape}, target {target.shape} and n_node (sum "
+                         f"{int(n_node.sum())}) do not describe the same rows")
+    se = ((pred - target) ** 2).mean(axis=1)
+    starts = np.concatenate([[0], np.cumsum(n_node)[:-1]])
+    sums = np.add.reduceat(se, starts) if len(se) else np.zeros(len(n_node))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n_node > 0, sums / np.maximum(n_node, 1), np.nan)
+
+
+def constant_predictor_scores(splits: dict[str, GraphDataset], task: str,
+                              averaging: str = "graph") -> dict[str, float]:
+    """log10 MSE of the best constant fitted on the training split, for a results row.
+
+    `averaging="graph"` scores like `graph_mean_mse` (per-graph node means, then the mean
+    over graphs; the constant is the mean over training graphs of their node-mean label,
+    which minimises that loss); `"node"` is the plain MSE over all rows with the plain
+    training mean. Graph-level tasks (one row per graph) give the same in both.
+    Returns `{"constant", "train", "val", "test"}` (splits that are present).
+    """
+    _check_task(task)
+    if averaging not in ("graph", "node"):
+        raise ValueError(f"averaging must be 'graph' or 'node', got {averaging!r}")
+    level_node = task in NODE_TASKS
+
+    def rows(data: GraphDataset):
+        target = data.node_targets if level_node else data.graph_targets
+        if target is None:
+            raise ValueError(f"the splits hold no {'node' if level_node else 'graph'} "
+                             f"targets for task {task!r}")
+        n_node = data.n_node if level_node else np.ones(len(data), np.int64)
+        return np.asarray(target, np.float64)[:, :1], n_node
+
+    target, n_node = rows(splits["train"])
+    if averaging == "graph":
+        per_graph_mean = np.add.reduceat(target[:, 0], np.concatenate(
+            [[0], np.cumsum(n_node)[:-1]])) / n_node
+        constant = float(per_graph_mean.mean())
+    else:
+        constant = float(target.mean())
+    out = {"constant": constant}
+    for split, data in splits.items():
+        target, n_node = rows(data)
+        pred = np.full_like(target, constant)
+        if averaging == "graph":
+            mse = float(np.nanmean(per_graph_squared_error(pred, target, n_node)))
+        else:
+            mse = float(np.mean((pred - target) ** 2))
+        out[split] = math.log10(max(mse, 1e-30))
+    return out
+
+
+def constant_predictor(task: str, labels: str = "paper", cache_dir: str | Path | None = None,
+                       seed: int = DEFAULT_SEED, nodes: dict | None = None,
+                       per_size: dict | None = None) -> dict[str, float]:
+    """`constant_predictor_scores` of `load_graphprop(task, labels=labels, ...)`, averaged
+    as the setting's loss averages (per graph for every setting in `LABEL_SETTINGS`)."""
+    splits = load_graphprop(task, cache_dir=cache_dir, seed=seed, nodes=nodes,
+                            per_size=per_size, labels=labels)
+    averaging = "graph" if LABEL_SETTINGS[labels].loss == "graph_mean_mse" else "node"
+    return constant_predictor_scores(splits, task, averaging)

@@ -30,6 +30,18 @@ Differences from the SWAN authors' generator, on purpose: their line graph with 
 has k nodes (k - 1 hops) and self-loops; here it has k hops and no self-loops, as the paper
 describes. Their crossed ring lists two ring edges twice; here edges are unique. Their
 features are uniform in [0, 1); here [0, 0.5) as the paper states.
+
+Variants (`variant=`, default "paper"):
+
+* "paper": the paper's text, as above.
+* "authors": the data sets the authors released (`graph_transfer/data.zip` of their
+  repository), for a like-for-like comparison with their figure. In 11 of their 12 sets the
+  label *copies* the source's value instead of swapping it: the source's label stays 1, the
+  target's is 1, every other node keeps its input (only `line_50` swaps). Features are
+  uniform in [0, 1). Their "line" of distance k has k nodes, i.e. k - 1 hops (their rings
+  have k hops). Kept from the paper variant: no self-loops (their SWAN drops the self-loops
+  of their line before use; their ADGN / GIN / SAGE see them), unique edges, our node order.
+  Distance k (their name) still means k layers / SWAN steps in the experiments.
 """
 
 from __future__ import annotations
@@ -49,15 +61,34 @@ TARGET = 0
 SPLITS = ("train", "val", "test")
 DEFAULT_SEEDS = (1234, 2345, 3456)
 DEFAULT_SIZES = (1000, 100, 100)
-FEATURE_HIGH = 0.5
+FEATURE_HIGH = 0.5  # paper variant; the authors' variant draws from [0, 1)
+VARIANTS = ("paper", "authors")
+AUTHORS_FEATURE_HIGH = 1.0
 
 
-def _check(topology: str, distance: int) -> None:
+def _check(topology: str, distance: int, variant: str = "paper") -> None:
     if topology not in TOPOLOGIES:
         raise ValueError(f"unknown graph-transfer topology {topology!r}; "
                          f"valid ones: {', '.join(TOPOLOGIES)}")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown graph-transfer variant {variant!r}; "
+                         f"valid ones: {', '.join(VARIANTS)}")
     if isinstance(distance, bool) or int(distance) != distance or distance < 1:
         raise ValueError(f"distance must be an integer >= 1, got {distance!r}")
+    if variant == "authors" and topology == "line" and distance < 2:
+        raise ValueError(f"the authors' line of distance k has k - 1 hops: distance must be "
+                         f">= 2, got {distance!r}")
+
+
+def hops(topology: str, distance: int, variant: str = "paper") -> int:
+    """Source-target hops of a data set named by `distance` (k, also the number of layers).
+
+    k for every topology in the paper variant; the authors' line has k - 1 (see the module
+    docstring).
+    """
+    _check(topology, distance, variant)
+    k = int(distance)
+    return k - 1 if variant == "authors" and topology == "line" else k
 
 
 def _node(position: int, distance: int) -> int:
@@ -87,22 +118,40 @@ def transfer_graph(topology: str, distance: int) -> nx.Graph:
     return graph
 
 
+def beta_matters(topology: str, distance: int, *, variant: str = "paper") -> bool:
+    """Whether SWAN's space term `beta Psi` can change anything on this data set.
+
+    `Psi = (A_tilde - A_tilde^T) X (Z + Z^T)` with `A_tilde = D^-1 A` vanishes exactly on
+    a regular graph (every edge weighs `1/deg - 1/deg = 0`): the ring (and a crossed ring
+    without chords, k <= 2). There, grid points that differ only in beta train identically
+    (same seeds, same numbers), so one of them can stand for all.
+    """
+    graph = transfer_graph(topology, hops(topology, distance, variant))
+    return len({d for _, d in graph.degree()}) > 1
+
+
 def make_transfer_dataset(topology: str, distance: int, num_graphs: int,
-                          seed: int) -> GraphDataset:
-    """`num_graphs` graphs of one topology, features drawn from `np.random.default_rng(seed)`."""
-    _check(topology, distance)
+                          seed: int, *, variant: str = "paper") -> GraphDataset:
+    """`num_graphs` graphs of one topology, features drawn from `np.random.default_rng(seed)`.
+
+    `nodes` and `node_targets` are `[num_graphs * n, 1]`; `variant` ("paper" or "authors")
+    picks the features' range, the label rule and the line's length (module docstring).
+    """
+    _check(topology, distance, variant)
     if num_graphs < 0:
         raise ValueError(f"num_graphs must be >= 0, got {num_graphs}")
-    graph = transfer_graph(topology, distance)
+    graph = transfer_graph(topology, hops(topology, distance, variant))
     n = graph.number_of_nodes()
     senders, receivers = networkx_edges(graph)  # both directions, sorted
     rng = np.random.default_rng(seed)
-    x = rng.uniform(0.0, FEATURE_HIGH, size=(num_graphs, n)).astype(np.float32)
+    high = FEATURE_HIGH if variant == "paper" else AUTHORS_FEATURE_HIGH
+    x = rng.uniform(0.0, high, size=(num_graphs, n)).astype(np.float32)
     x[:, SOURCE] = 1.0
     x[:, TARGET] = 0.0
     y = x.copy()
-    y[:, SOURCE] = 0.0
     y[:, TARGET] = 1.0
+    if variant == "paper":  # swap; the authors' sets keep the source's 1 (a copy)
+        y[:, SOURCE] = 0.0
     return GraphDataset(
         nodes=x.reshape(-1, 1),
         edges=None,
@@ -123,24 +172,27 @@ def _cache_root(cache_dir: str | Path | None) -> Path:
 
 def load_transfer(topology: str, distance: int, cache_dir: str | Path | None = None,
                   seeds: tuple[int, int, int] = DEFAULT_SEEDS,
-                  sizes: tuple[int, int, int] = DEFAULT_SIZES) -> dict[str, GraphDataset]:
+                  sizes: tuple[int, int, int] = DEFAULT_SIZES, *,
+                  variant: str = "paper") -> dict[str, GraphDataset]:
     """Train / val / test sets (`sizes` graphs, one seed per split), cached as `.npz`.
 
     The cache lives under `cache_dir` (default: `$SWAN_CACHE_DIR`, else `cache/`) in
-    `transfer/`, one file per split named after topology, distance, size and seed; a missing,
-    stale or unreadable file is regenerated.
+    `transfer/`, one file per split named after topology, distance, size and seed (and the
+    variant, when it is not "paper"); a missing, stale or unreadable file is regenerated.
     """
-    _check(topology, distance)
+    _check(topology, distance, variant)
     if len(seeds) != len(SPLITS) or len(sizes) != len(SPLITS):
         raise ValueError(f"need one seed and one size per split {SPLITS}")
     root = _cache_root(cache_dir) / "transfer"
+    prefix = "" if variant == "paper" else f"{variant}_"
     out = {}
     for split, seed, size in zip(SPLITS, seeds, sizes, strict=True):
-        path = root / f"{topology}_k{int(distance)}_{split}_n{int(size)}_seed{int(seed)}.npz"
-        cached = GraphDataset.load(path)
+        name = f"{prefix}{topology}_k{int(distance)}_{split}_n{int(size)}_seed{int(seed)}.npz"
+        cached = GraphDataset.load(root / name)
         if cached is None:
-            data = make_transfer_dataset(topology, distance, int(size), int(seed))
-            data.save(path)
+            data = make_transfer_dataset(topology, distance, int(size), int(seed),
+                                         variant=variant)
+            data.save(root / name)
         else:
             data = cached[0]
         out[split] = data
