@@ -117,6 +117,17 @@ PER_GRAPH_LOSSES: dict[str, Callable[[Array, Array, Array, Array], Array]] = {
 
 
 def get_loss(name: str) -> LossFn:
+    """The loss `name` as `fn(pred, target, mask)`; per-graph losses: use `get_batch_loss`."""
     if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; valid losses: {', '.join(LOSSES)}")
+        valid = ", ".join((*LOSSES, *PER_GRAPH_LOSSES))
+        raise ValueError(f"unknown loss {name!r}; valid losses: {valid}")
     return LOSSES[name]
+
+
+def get_batch_loss(name: str) -> Callable[[Array, Array, Array, Array], Array]:
+    """Any loss as `fn(pred, target, mask, n_node)`; `n_node` (the batch's graph sizes,
+    flattened in shard order) is used by the per-graph losses only."""
+    if name in PER_GRAPH_LOSSES:
+        return PER_GRAPH_LOSSES[name]
+    loss = get_loss(name)
+    return lambda pred, target, mask, n_node: loss(pred, target, mask)

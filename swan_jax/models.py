@@ -9,6 +9,7 @@ gather-only slot kernels as SWAN (`swan_jax.gather`), so comparisons stay fair.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import flax.linen as nn
@@ -56,16 +57,37 @@ def node_graph_index(graph: jraph.GraphsTuple, num_nodes: int) -> Array:
     return jnp.repeat(jnp.arange(n_graph), graph.n_node, total_repeat_length=num_nodes)
 
 
+INITS = ("flax", "torch")
+
+
+def dense(features: int, fan_in: int, init: str = "flax") -> nn.Dense:
+    """`nn.Dense` with Flax's initialisation (LeCun-normal kernel, zero bias) or, `init=
+    "torch"`, PyTorch's `nn.Linear` default (kernel and bias uniform in +-1/sqrt(fan_in)),
+    which the authors' code ran with (it matters on graph transfer: RESULTS.md)."""
+    if init == "flax":
+        return nn.Dense(features)
+    if init != "torch":
+        raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
+    bound = 1.0 / math.sqrt(max(fan_in, 1))
+
+    def uniform(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return nn.Dense(features, kernel_init=uniform, bias_init=uniform)
+
+
 class MLP(nn.Module):
-    """Dense layers with `activation` between them (none after the last)."""
+    """Dense layers with `activation` between them (none after the last); `weight_init`: see
+    `dense`."""
 
     features: Sequence[int]
     activation: Callable[[Array], Array] = nn.relu
+    weight_init: str = "flax"
 
     @nn.compact
     def __call__(self, x: Array) -> Array:
         for i, width in enumerate(self.features):
-            x = nn.Dense(width)(x)
+            x = dense(width, x.shape[-1], self.weight_init)(x)
             if i < len(self.features) - 1:
                 x = self.activation(x)
         return x
@@ -75,10 +97,11 @@ class LinearEncoder(nn.Module):
     """`Linear(in -> hidden)` on `graph.nodes`: `[N, in] -> [N, hidden]`."""
 
     hidden: int
+    weight_init: str = "flax"  # or "torch": see `dense`
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple) -> Array:
-        return nn.Dense(self.hidden)(graph.nodes)
+        return dense(self.hidden, graph.nodes.shape[-1], self.weight_init)(graph.nodes)
 
 
 class SWANBlock(nn.Module):
@@ -237,10 +260,11 @@ class NodeReadout(nn.Module):
     """Node-level MLP head: `[N, d] -> [N, out]`."""
 
     features: Sequence[int]
+    weight_init: str = "flax"  # or "torch": see `dense`
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
-        return MLP(self.features)(x)
+        return MLP(self.features, weight_init=self.weight_init)(x)
 
 
 def pool_nodes(graph: jraph.GraphsTuple, x: Array, pooling: Sequence[str]) -> Array:
@@ -271,10 +295,11 @@ class GraphReadout(nn.Module):
 
     features: Sequence[int]
     pooling: Sequence[str] = ("sum", "max", "mean")
+    weight_init: str = "flax"  # or "torch": see `dense`
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
-        return MLP(self.features)(pool_nodes(graph, x, self.pooling))
+        return MLP(self.features, weight_init=self.weight_init)(pool_nodes(graph, x, self.pooling))
 
 
 class Model(nn.Module):

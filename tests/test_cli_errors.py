@@ -60,11 +60,11 @@ UNKNOWN_NAMES = [
     ("transfer", ["--adjacency", "lap"], r"argument --adjacency: unknown 'lap'; valid: sym, adj$"),
     ("graphprop", ["--task", "girth"], r"argument --task: unknown 'girth'; valid: diameter, sssp, "
                                        r"eccentricity$"),
-    ("graphprop", ["--models", "swan-ld,gcn"], r"argument --models: unknown 'gcn'; valid: swan, "
-                                               r"swan-learn, swan-ld, .*, adgn$"),
+    ("graphprop", ["--models", "swan-ld,gin"], r"argument --models: unknown 'gin'; valid: swan, "
+                                               r"swan-learn, swan-ld, .*, adgn, gcn$"),
     ("graphprop", ["--variant", "gcn"], rf"argument --variant: unknown 'gcn'; {VARIANT_LIST}$"),
-    ("graphprop", ["--label-columns", "ogb"], r"argument --label-columns: unknown 'ogb'; valid: "
-                                              r"paper, adgn$"),
+    ("graphprop", ["--labels", "ogb"], r"argument --labels: unknown 'ogb'; valid: "
+                                              r"paper, faithful, swan-code$"),
     ("graphprop", ["--solver", "euler2"], rf"argument --solver: invalid choice: 'euler2' "
                                           rf"{SOLVER_LIST}"),
     ("lrgb", ["--dataset", "zinc"], r"argument --dataset: unknown 'zinc'; valid: peptides-func, "

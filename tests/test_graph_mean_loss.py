@@ -69,3 +69,33 @@ def test_sharded_layout_flattens_shards_in_order():
     n_node = jnp.asarray([[2, 1], [1, 2]]).reshape(-1)  # shard 0: (2, pad 1); shard 1: (1, 2)
     # graphs: (1, 4) -> 2.5; shard-1 graph 0: (9) -> 9; shard-1 graph 1: (0, pad) -> 0
     assert float(graph_mean_mse(pred, target, mask, n_node)) == pytest.approx((2.5 + 9 + 0) / 3)
+
+
+def test_graph_mean_score_of_a_constant_equals_the_reference_row(tmp_path):
+    """The evaluation's `graph_mean_log10_mse` over padded batches equals the constant
+    predictor's reference score (numpy, per graph), and differs from the node mean."""
+    import jax.numpy as jnp
+
+    from swan_jax.data import graphprop
+    from swan_jax.data.batching import budget_for, iterate_batches
+    from swan_jax.train._evaluate import evaluate
+
+    splits = graphprop.load_graphprop(
+        "eccentricity", labels="paper", cache_dir=tmp_path, per_size={"train": 4, "val": 2,
+                                                                     "test": 5},
+        nodes={s: (6, 9, 13) for s in ("train", "val", "test")})
+    reference = graphprop.constant_predictor_scores(splits, "eccentricity")
+    test = splits["test"]
+    budget = budget_for([test], 4)
+    batches = list(iterate_batches(test, 4, budget))
+
+    def predict(params, hp, batch):  # two "runs": the fitted constant and zero
+        rows = batch.graph.nodes.shape[0]
+        return jnp.stack([jnp.full((rows, 1), reference["constant"]), jnp.zeros((rows, 1))])
+
+    [score, zero], finite = evaluate(predict, None, None, batches, "graph_mean_log10_mse",
+                                     "node")
+    assert finite.all()
+    assert abs(score - reference["test"]) < 1e-6  # the constant rounded to float32
+    [node_mean, _], _ = evaluate(predict, None, None, batches, "log10_mse", "node")
+    assert abs(node_mean - score) > 1e-6  # graphs of 6, 9, 13 nodes weigh differently

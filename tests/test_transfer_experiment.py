@@ -53,12 +53,14 @@ def test_cli_needs_a_cell_or_all_and_all_is_the_paper_grid():
     assert (quick.distances, quick.models, quick.epochs, quick.sizes[0]) == (
         (3, 5), ("swan", "gcn"), 7, 50)
 
-    def programs(model):
-        return [(p.static.get("adjacency"), p.grid)
-                for p in T.EXPERIMENT.plan(cfg, [{**RING, "model": model}])]
+    def programs(model, topology="ring"):
+        return [(p.static.get("adjacency"), p.grid) for p in T.EXPERIMENT.plan(
+            cfg, [{**RING, "model": model, "topology": topology}])]
 
-    # SWAN: one program per A_hat with 2 epsilons x 4 betas; ADGN no beta; baselines lr only.
-    assert [(a, len(g)) for a, g in programs("swan")] == [("adj", 8), ("sym", 8)]
+    # SWAN: one program per A_hat with 2 epsilons x 4 betas on a line, beta once on a ring
+    # (Psi vanishes on regular graphs); ADGN no beta; baselines lr only.
+    assert [(a, len(g)) for a, g in programs("swan", "line")] == [("adj", 8), ("sym", 8)]
+    assert [(a, len(g)) for a, g in programs("swan")] == [("adj", 2), ("sym", 2)]
     assert [(a, len(g)) for a, g in programs("adgn")] == [("adj", 2), ("sym", 2)]
     assert programs("gat") == [(None, [{"learning_rate": 1e-3}])]
 
@@ -124,3 +126,43 @@ def test_interrupted_and_resumed_cell_ends_where_an_uninterrupted_one_does(toget
     [a] = sweep.summarise_cells(T.EXPERIMENT, tiny_config(tmp_path), [record])
     [b] = sweep.summarise_cells(T.EXPERIMENT, tiny_config(tmp_path), [whole_record])
     assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+def test_beta_is_trained_once_on_rings_and_searched_on_lines(tmp_path):
+    cfg = tiny_config(tmp_path, grid={"learning_rate": (1e-3,), "epsilon": (0.1,),
+                                      "gamma": (0.1,), "beta": (1.0, 0.1), "adjacency": ("sym",)})
+    ring = T.EXPERIMENT.grid(cfg, RING)
+    line = T.EXPERIMENT.grid(cfg, {**RING, "topology": "line"})
+    assert ring["beta"] == (1.0,) and line["beta"] == (1.0, 0.1)
+    assert "beta" not in T.EXPERIMENT.grid(cfg, {**RING, "model": "adgn"})
+
+
+def test_data_variant_and_init_flags_reach_the_config_and_the_notes(tmp_path):
+    cfg = T.parse_config(["--topology", "line", "--distance", "3", "--model", "swan",
+                          "--data-variant", "authors", "--init", "flax", *TINY])
+    assert (cfg.data_variant, cfg.init) == ("authors", "flax")
+    assert any("authors" in n for n in T.EXPERIMENT.notes(cfg))
+    assert T.parse_config(["--all"]).init == "torch"  # the authors' PyTorch default
+    with pytest.raises(ValueError, match=r"init must be one of .* \(CLI: --init\)"):
+        tiny_config(tmp_path, init="xavier")
+
+
+def test_torch_init_draws_encoder_and_readout_within_one_over_sqrt_fan_in():
+    import jax
+    import jax.numpy as jnp
+    import jraph
+
+    from swan_jax.models import LinearEncoder, NodeReadout
+
+    graph = jraph.GraphsTuple(nodes=jnp.ones((5, 4)), edges=None, senders=jnp.zeros(0, int),
+                              receivers=jnp.zeros(0, int), n_node=jnp.array([5]),
+                              n_edge=jnp.array([0]), globals=None)
+    enc = LinearEncoder(64, weight_init="torch").init(jax.random.PRNGKey(0), graph)["params"]
+    kernel, bias = enc["Dense_0"]["kernel"], enc["Dense_0"]["bias"]
+    assert float(jnp.abs(kernel).max()) <= 0.5 and float(jnp.abs(bias).max()) <= 0.5
+    assert float(jnp.abs(bias).min()) > 0  # not Flax's zero bias
+    head = NodeReadout((1,), weight_init="torch").init(jax.random.PRNGKey(1), graph,
+                                                        jnp.ones((5, 64)))
+    assert float(jnp.abs(head["params"]["MLP_0"]["Dense_0"]["kernel"]).max()) <= 1 / 8
+    flax_enc = LinearEncoder(64).init(jax.random.PRNGKey(0), graph)["params"]
+    assert float(jnp.abs(flax_enc["Dense_0"]["bias"]).max()) == 0

@@ -29,11 +29,12 @@ from swan_jax.data import graphprop
 from swan_jax.experiments import command
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
-from swan_jax.models import MLP, LinearEncoder, Model, SWANBlock, pool_nodes
+from swan_jax.models import MLP, LinearEncoder, Model, MPNNStack, SWANBlock, pool_nodes
 
 TASKS = ("diameter", "sssp", "eccentricity")
 TASK_LEVEL = {"diameter": "graph", "sssp": "node", "eccentricity": "node"}
-LABEL_SETTINGS = ("paper", "adgn")
+LABEL_SETTINGS = tuple(graphprop.LABEL_SETTINGS)  # paper, faithful, swan-code
+BASELINES = ("gcn",)  # message passing, `num_layers` layers of `hidden` channels
 
 # name -> (SWAN variant, weight sharing); "-ld" = layer-dependent weights (Appendix G).
 MODELS: dict[str, tuple[str, bool]] = {
@@ -46,7 +47,7 @@ MODELS: dict[str, tuple[str, bool]] = {
     "swan-learn-ne": ("swan-learn-ne", True),
     "adgn": ("adgn", True),
 }
-ALL_MODELS = tuple(MODELS)
+ALL_MODELS = tuple(MODELS) + BASELINES
 
 # Paper values (the graph-property table, Appendix G's layer-dependent rows, the ablation
 # table): test log10(MSE) mean and std over 4 seeds, in the order diameter, SSSP,
@@ -69,7 +70,7 @@ class GraphPropConfig(SweepConfig):
     """Graph-property settings besides the shared ones (see `configs/graphprop.toml`)."""
 
     tasks: tuple[str, ...] = select(("sssp",))
-    label_columns: tuple[str, ...] = select(("paper",))
+    labels: tuple[str, ...] = select(("paper",))  # label settings (swan_jax.data.graphprop)
     models: tuple[str, ...] = select(("swan",))
     final_leaky_relu: bool = True  # the reference head ends in a LeakyReLU
     per_size: tuple[int, int, int] | None = None  # graphs per node count: train, val, test
@@ -103,35 +104,68 @@ class GraphProp(Experiment):
     name, title = "graphprop", "Graph property prediction"
     paper_ref = "the paper's graph-property table (test log10 MSE)"
     Config = GraphPropConfig
-    cell_axes = ("task", "label_columns", "model")
+    cell_axes = ("task", "labels", "model")
     static_axes = ("hidden", "num_layers", "adjacency")
-    table_sections = ("label_columns", "Label setting")
+    table_sections = ("labels", "Label setting")
 
     def cells(self, cfg: GraphPropConfig):
-        return [{"task": t, "label_columns": lc, "model": m} for t in cfg.tasks
-                for lc in cfg.label_columns for m in cfg.models]
+        return [{"task": t, "labels": lc, "model": m} for t in cfg.tasks
+                for lc in cfg.labels for m in cfg.models]
 
     def data_key(self, cfg, cell):
-        return cell["task"], cell["label_columns"]
+        return cell["task"], cell["labels"]
 
     def load_data(self, cfg: GraphPropConfig, cell):
-        return graphprop.load_graphprop(cell["task"], label_columns=cell["label_columns"],
+        return graphprop.load_graphprop(cell["task"], labels=cell["labels"],
                                         cache_dir=cfg.cache_dir, seed=cfg.data_seed,
                                         **cfg.loader_sizes(), **cfg.data_options)
 
     def task_for(self, cfg, cell) -> Task:
-        return Task("mse", "log10_mse", TASK_LEVEL[cell["task"]])
+        """Node tasks: the setting's loss and score (ADGN's per-graph node means, then the
+        mean over graphs); the diameter, one row per graph: plain MSE."""
+        level = TASK_LEVEL[cell["task"]]
+        if level == "graph":
+            return Task("mse", "log10_mse", level)
+        setting = graphprop.LABEL_SETTINGS[cell["labels"]]
+        return Task(setting.loss, setting.metric, level)
 
     def grid(self, cfg: GraphPropConfig, cell):
-        """The configured grid; beta collapses to 0 where the variant has no Psi."""
+        """The configured grid; beta collapses to 0 where the variant has no Psi; the
+        baselines keep the optimiser's axes only."""
         axes = dict(cfg.grid)
+        if cell["model"] in BASELINES:
+            return {k: v for k, v in axes.items() if k in ("learning_rate", "weight_decay",
+                                                           "hidden", "num_layers")}
         if MODELS[cell["model"]][0] in NO_PSI_VARIANTS:
             axes["beta"] = (0.0,)
         return axes
 
+    def notes(self, cfg: GraphPropConfig) -> list[str]:
+        return [f"label settings {', '.join(cfg.labels)} (swan_jax.data.graphprop); batch "
+                f"size {cfg.batch_size} for every setting"]
+
+    def extra_results(self, cfg: GraphPropConfig) -> dict[str, Any]:
+        """`constant_predictor`: the best constant's log10 MSE per (task, label setting),
+        scored as the cells are (graph means), the reference row of every table."""
+        rows = []
+        for task in cfg.tasks:
+            for labels in cfg.labels:
+                splits = self.load_data(cfg, {"task": task, "labels": labels})
+                rows.append({"task": task, "labels": labels,
+                             **graphprop.constant_predictor_scores(splits, task)})
+        return {"constant_predictor": rows}
+
     def model_fn(self, cfg: GraphPropConfig, cell, static):
-        variant, sharing = MODELS[cell["model"]]
         level = TASK_LEVEL[cell["task"]]
+        if cell["model"] in BASELINES:
+            def baseline_fn(hp: Mapping[str, Any]) -> nn.Module:
+                return Model(LinearEncoder(int(static["hidden"])),
+                             MPNNStack(cell["model"], int(static["hidden"]),
+                                       int(static["num_layers"])),
+                             PropReadout(level, cfg.final_leaky_relu))
+
+            return baseline_fn
+        variant, sharing = MODELS[cell["model"]]
 
         def model_fn(hp: Mapping[str, Any]) -> nn.Module:
             swan = SWANConfig(variant=variant, adjacency=static["adjacency"], beta=hp["beta"],
@@ -145,15 +179,18 @@ class GraphProp(Experiment):
         return model_fn
 
     def paper(self, cell):
+        if cell["labels"] != "paper" or cell["model"] not in PAPER:
+            return None
         return PAPER[cell["model"]][TASKS.index(cell["task"])]
 
     # ---------------------------------------------------------------- command line
     def add_arguments(self, p) -> None:
         p.add_argument("--task", type=parse_str_list(TASKS), default=None,
                        help=f"comma-separated tasks: {', '.join(TASKS)} (default sssp)")
-        p.add_argument("--label-columns", type=parse_str_list(LABEL_SETTINGS), default=None,
-                       help="paper: each task its own column; adgn: ADGN's loader "
-                            "(default paper)")
+        p.add_argument("--labels", type=parse_str_list(LABEL_SETTINGS), default=None,
+                       help="label settings: paper (raw labels, ADGN's columns: what "
+                            "produced the paper's table), faithful (each task its own "
+                            "column, normalised), swan-code (the authors' released loader)")
         p.add_argument("--models", type=parse_str_list(ALL_MODELS), default=None,
                        help=f"comma-separated models: {', '.join(ALL_MODELS)}")
         p.add_argument("--layer-dependent", action="store_true",
@@ -180,8 +217,8 @@ class GraphProp(Experiment):
             bad = [m for m in models if m not in MODELS]
             if bad:
                 error(f"--layer-dependent is available for swan, swan-learn; not {bad}")
-        every = {"tasks": TASKS, "label_columns": LABEL_SETTINGS, "models": ALL_MODELS}
-        cells = {"tasks": args.task, "label_columns": args.label_columns, "models": models}
+        every = {"tasks": TASKS, "labels": LABEL_SETTINGS, "models": ALL_MODELS}
+        cells = {"tasks": args.task, "labels": args.labels, "models": models}
         cells = {k: v or (every[k] if args.all else getattr(cfg, k)) for k, v in cells.items()}
         grid = {axis: tuple(value) for axis, value in (("hidden", args.hidden),
                                                        ("num_layers", args.layers))

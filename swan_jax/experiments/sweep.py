@@ -114,6 +114,10 @@ class Experiment:
         """Table values are the metric times this (100: percent, as the paper prints)."""
         return self.display_scale
 
+    def extra_results(self, cfg: SweepConfig) -> dict[str, Any]:
+        """More top-level entries of results.json (reference scores, ...); none here."""
+        return {}
+
     def notes(self, cfg: SweepConfig) -> list[str]:
         return []
 
@@ -542,7 +546,8 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
                                     "config": to_dict(cfg), "notes": exp.notes(cfg),
                                     "cells": cells,
-                                    "records": results.records, "not_run": list(skipped)},
+                                    "records": results.records, "not_run": list(skipped),
+                                    **exp.extra_results(cfg)},
                      overwrite=True)
     write_text_atomic(folder / "table.md", exp.table(cfg, cells, skipped))
     write_text_atomic(folder / "config.toml", dump_toml(cfg, exp.name))

@@ -28,11 +28,20 @@ import flax.linen as nn
 
 from swan_jax.cli import parse_positive_int_list, parse_str_list, positive_int
 from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
-from swan_jax.data.transfer import TOPOLOGIES, load_transfer
+from swan_jax.data.transfer import TOPOLOGIES, beta_matters, load_transfer
+from swan_jax.data.transfer import VARIANTS as DATA_VARIANTS
 from swan_jax.experiments import command
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
-from swan_jax.models import BASELINE_LAYERS, LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
+from swan_jax.models import (
+    BASELINE_LAYERS,
+    INITS,
+    LinearEncoder,
+    Model,
+    MPNNStack,
+    NodeReadout,
+    SWANBlock,
+)
 
 BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
 MODELS: tuple[str, ...] = VARIANTS + BASELINES
@@ -49,6 +58,15 @@ class TransferConfig(SweepConfig):
     models: tuple[str, ...] | None = select(None)
     hidden: int = 64
     sizes: tuple[int, int, int] = (1000, 100, 100)  # train, val, test graphs
+    data_variant: str = "paper"  # or "authors": the released sets (swan_jax.data.transfer)
+    init: str = "torch"  # encoder / readout init: PyTorch's nn.Linear default, as the authors
+
+    def __post_init__(self) -> None:
+        if self.data_variant not in DATA_VARIANTS:
+            raise ValueError(f"data_variant must be one of {DATA_VARIANTS}, got "
+                             f"{self.data_variant!r} (CLI: --data-variant)")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r} (CLI: --init)")
 
 
 class Transfer(Experiment):
@@ -67,14 +85,29 @@ class Transfer(Experiment):
 
     def load_data(self, cfg: TransferConfig, cell):
         return load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
-                             sizes=tuple(cfg.sizes), **cfg.data_options)
+                             sizes=tuple(cfg.sizes), variant=cfg.data_variant,
+                             **cfg.data_options)
 
     def grid(self, cfg: TransferConfig, cell):
-        """One program per A_hat for SWAN / ADGN (no beta without Psi); baselines: lr only."""
+        """One program per A_hat for SWAN / ADGN; baselines: lr only. Beta is left out
+        where it cannot matter: variants without Psi, and regular graphs (rings), where
+        Psi vanishes and beta-only grid points would train identically (`beta_matters`);
+        there the first beta stands for all."""
         if cell["model"] in BASELINES:
             return {"learning_rate": cfg.grid["learning_rate"]}
-        skip = {"beta"} if cell["model"] in NO_PSI_VARIANTS else set()
-        return {k: v for k, v in cfg.grid.items() if k not in skip}
+        axes = dict(cfg.grid)
+        if cell["model"] in NO_PSI_VARIANTS:
+            axes.pop("beta", None)
+        elif "beta" in axes and not beta_matters(cell["topology"], cell["distance"],
+                                                 variant=cfg.data_variant):
+            axes["beta"] = tuple(axes["beta"])[:1]
+        return axes
+
+    def notes(self, cfg: TransferConfig) -> list[str]:
+        source = {"paper": "as the paper's text describes them",
+                  "authors": "as the authors' released sets"}[cfg.data_variant]
+        return [f"data: the {cfg.data_variant} variant ({source})",
+                f"encoder / readout initialisation: {cfg.init}"]
 
     def model_fn(self, cfg: TransferConfig, cell, static):
         """hp -> Linear encoder, `distance` SWAN steps or baseline layers, Linear readout.
@@ -93,7 +126,8 @@ class Transfer(Experiment):
                                   gamma=hp["gamma"], epsilon=hp["epsilon"],
                                   num_layers=distance, **extra)
                 processor = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
-            return Model(LinearEncoder(cfg.hidden), processor, NodeReadout((1,)))
+            return Model(LinearEncoder(cfg.hidden, weight_init=cfg.init), processor,
+                         NodeReadout((1,), weight_init=cfg.init))
 
         return model_fn
 
@@ -116,6 +150,12 @@ class Transfer(Experiment):
         p.add_argument("--train-size", type=positive_int, default=None)
         p.add_argument("--val-size", type=positive_int, default=None)
         p.add_argument("--test-size", type=positive_int, default=None)
+        p.add_argument("--data-variant", choices=DATA_VARIANTS, default=None,
+                       help="paper: the paper's text (default); authors: the authors' "
+                            "released sets (copied label, features in [0, 1), k-1 hops)")
+        p.add_argument("--init", choices=INITS, default=None,
+                       help="encoder / readout init: torch (nn.Linear's default, as the "
+                            "authors' code; default) or flax (LeCun normal, zero bias)")
 
     def apply_arguments(self, args, cfg: TransferConfig, error) -> TransferConfig:
         models = tuple(dict.fromkeys(tuple(args.models or ()) + tuple(args.variant or ())))
@@ -128,7 +168,9 @@ class Transfer(Experiment):
             error("give --topology, --distance and --model (or --variant), or --all")
         sizes = tuple(new or old for new, old in zip(
             (args.train_size, args.val_size, args.test_size), cfg.sizes, strict=True))
-        return dataclasses.replace(cfg, **cells, sizes=sizes, hidden=args.hidden or cfg.hidden)
+        return dataclasses.replace(cfg, **cells, sizes=sizes, hidden=args.hidden or cfg.hidden,
+                                   data_variant=args.data_variant or cfg.data_variant,
+                                   init=args.init or cfg.init)
 
 
 def plot_distances(cells: Sequence[dict], path: Path) -> bool:

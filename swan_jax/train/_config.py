@@ -9,7 +9,7 @@ from typing import Any
 
 import flax.linen as nn
 
-from swan_jax.losses import get_loss
+from swan_jax.losses import get_batch_loss
 
 Hyper = Mapping[str, Any]
 ModelFn = Callable[[Hyper], nn.Module]
@@ -112,7 +112,7 @@ class TrainConfig:
                                    ("on_divergence", self.on_divergence, DIVERGENCE)):
             if value not in valid:
                 raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-        get_loss(self.loss)
+        get_batch_loss(self.loss)
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the numbers (the checkpoint fingerprint)."""

@@ -8,6 +8,7 @@ loop can treat it as diverged.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -55,12 +56,36 @@ METRIC_FNS: dict[str, tuple[MetricFn, str]] = {
     "roc_auc": (_roc_auc, "max"),
     "accuracy": (_official("accuracy"), "max"),
 }
-METRICS = tuple(METRIC_FNS)
+# Metrics over node rows that weigh every graph equally: `fn(pred, target, weight)` with
+# `weight = 1 / (the row's graph's node count)`, so that the weighted mean over rows is the
+# mean over graphs of each graph's node mean (ADGN's and SWAN's GraphProp score).
+def _graph_mean_log10_mse(pred, target, weight) -> float:
+    rows = weight.shape[0]
+    se = np.mean((pred.reshape(rows, -1) - target.reshape(rows, -1)) ** 2, axis=1)
+    return math.log10(max(float(np.sum(weight * se) / max(float(np.sum(weight)), 1e-30)),
+                          1e-30))
+
+
+GRAPH_MEAN_METRICS: dict[str, tuple[Callable, str]] = {
+    "graph_mean_log10_mse": (_graph_mean_log10_mse, "min"),
+}
+METRICS = tuple(METRIC_FNS) + tuple(GRAPH_MEAN_METRICS)
 
 
 def metric_mode(metric: str) -> str:
     """"min" or "max": how the metric selects."""
-    return METRIC_FNS[metric][1]
+    return {**METRIC_FNS, **GRAPH_MEAN_METRICS}[metric][1]
+
+
+def _with_weight(score, weight, pred, target) -> float:
+    return score(pred, target, weight)
+
+
+def _row_weights(batch: Batch) -> np.ndarray:
+    """`1 / n` for every node row of a graph of `n` nodes (rows in graph order; shards,
+    if any, flattened in order): `[rows]`."""
+    n_node = np.asarray(batch.graph.n_node).reshape(-1)
+    return np.repeat(1.0 / np.maximum(n_node, 1), n_node)
 
 
 def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: str, *,
@@ -71,13 +96,22 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: 
     Returns `(values [runs], finite [runs] bool)`; a run with a non-finite prediction gets
     NaN and `finite` False.
     """
-    preds, targets = [], []
+    weighted = metric in GRAPH_MEAN_METRICS
+    if weighted and level != "node":
+        raise ValueError(f"metric {metric!r} scores node rows; task level is {level!r}")
+    preds, targets, weights = [], [], []
     for batch in batches:
         target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask)
-        real = np.asarray(mask)
+        real = np.asarray(mask).reshape(-1)
         preds.append(np.asarray(predict(params, hp, batch))[:, real])
         targets.append(np.asarray(target)[real])
+        if weighted:
+            weights.append(_row_weights(batch)[real])
     pred, target = np.concatenate(preds, axis=1), np.concatenate(targets)
-    fn = METRIC_FNS[metric][0]
+    if weighted:
+        fn = functools.partial(_with_weight, GRAPH_MEAN_METRICS[metric][0],
+                               np.concatenate(weights))
+    else:
+        fn = METRIC_FNS[metric][0]
     finite = np.asarray([np.all(np.isfinite(p)) for p in pred])
     return [fn(pred[r], target) if finite[r] else math.nan for r in range(len(pred))], finite

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jax
 
-from swan_jax.losses import get_loss
+from swan_jax.losses import get_batch_loss
 from swan_jax.pytrees import tree_bytes
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._placement import Placement, batch_targets
@@ -41,14 +41,14 @@ def free_memory_bytes() -> int | None:
 def step_bytes(model_fn: ModelFn, cfg: TrainConfig, place: Placement, params, opt_state, hp,
                batch, *, split_mask: bool = False) -> int:
     """Estimated bytes of one vmapped training step (nothing is compiled)."""
-    loss_fn = get_loss(cfg.loss)
+    loss_fn = get_batch_loss(cfg.loss)
 
     def residuals(p, h):
         def objective(q):
             pred = place.apply(model_fn(h), q, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
                                          split_mask=split_mask)
-            return loss_fn(pred, target, mask)
+            return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
 
         return jax.vjp(objective, p)[1]
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import optax
 
 from swan_jax.data.batching import Batch
-from swan_jax.losses import get_loss
+from swan_jax.losses import get_batch_loss
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 from swan_jax.train._placement import Placement, batch_targets
@@ -25,14 +25,14 @@ def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None
     call to call (schedules): it is an argument, not a constant.
     """
     place = Placement(cfg.data_parallel) if place is None else place
-    loss_fn = get_loss(cfg.loss)
+    loss_fn = get_batch_loss(cfg.loss)
 
     def step_one(p, o, h, batch: Batch, active):
         def objective(q):
             pred = place.apply(model_fn(h), q, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
                                          split_mask=split_mask)
-            return loss_fn(pred, target, mask)
+            return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
 
         loss, grads = jax.value_and_grad(objective)(p)
         finite = jnp.isfinite(loss) & jnp.all(jnp.asarray(
