@@ -92,8 +92,10 @@ def _curves(runs: Sequence[Run], paper: Mapping[str, Any], figure: Path, link: s
 def _timing_ms(run: Run, cell: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """(training, evaluation) ms per epoch: the cell's own fields when the experiment
     records them, else the median over its programs of `collected.json`'s timings."""
-    if compare.finite(cell.get("train_ms")):
-        return cell["train_ms"], cell.get("inference_ms")
+    for train, infer in (("train_ms", "inference_ms"),
+                         ("train_ms_per_epoch", "eval_ms_per_epoch")):  # the experiment's
+        if compare.finite(cell.get(train)):
+            return cell[train], cell.get(infer)
     programs = run.collected.get("programs") or {}
     timings = [programs.get(r["name"]) or {} for r in run.records
                if all(cell.get(a) == r[a] for a in cell_axes(r) if a in cell)]
