@@ -54,11 +54,16 @@ reproduce-lrgb: install
 reproduce-lrgb-grid: install
 	$(PY) experiments/lrgb.py --all --grid full --data-dir $(SWAN_DATA_DIR) $(RUN_FLAGS)
 
+# PROTOCOL=cpu: the CPU-sized protocols behind RESULTS.md (configs/*-cpu.toml, each
+# departure from the paper's protocol written at its top); empty: the paper's.
+PROTOCOL ?=
+CELLS = $(if $(PROTOCOL),--config swan_jax/experiments/configs/$(1)-$(PROTOCOL).toml,--all)
+
 reproduce-transfer: install
-	$(PY) experiments/transfer.py --all $(RUN_FLAGS)
+	$(PY) experiments/transfer.py $(call CELLS,transfer) $(RUN_FLAGS)
 
 reproduce-graphprop: install
-	$(PY) experiments/graphprop.py --all $(RUN_FLAGS)
+	$(PY) experiments/graphprop.py $(call CELLS,graphprop) $(RUN_FLAGS)
 
 # The paper's scalability table on Tolokers: GCN, SWAN, SWAN-learn, full batch, the 10
 # official splits pooled; ROC AUC and ms per epoch -> results/tolokers/. SPLITS=0,1 runs
