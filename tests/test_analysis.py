@@ -320,3 +320,28 @@ def test_model_helpers_find_the_field_and_the_encoded_input(tmp_path):
     store.close()
     restored = sja.load_checkpoint_params(tmp_path / "ckpt", run=1)
     np.testing.assert_allclose(sja.swan_field_params(restored)["W"], field["W"] + 1.0)
+
+
+def test_analysis_accepts_a_prepared_graph_with_the_same_numbers():
+    """Every analysis entry point takes `sj.prepare_graph(graph)` where it takes a
+    GraphsTuple (issue 12), and gives the same numbers."""
+    an = sja
+    graph = an.line_graph(6)
+    prepared = sj.prepare_graph(graph)
+    cfg = sj.SWANConfig(num_layers=3, variant="swan-learn")
+    params = sj.init_params(jax.random.PRNGKey(0), 3, cfg)
+    x = jax.random.normal(jax.random.PRNGKey(1), (6, 3))
+    calls = {
+        "graph_jacobian": lambda g: an.graph_jacobian(params, g, x, cfg),
+        "jacobian_factors": lambda g: an.jacobian_factors(params, g, x, cfg),
+        "dissipativity": lambda g: an.dissipativity_summary(params, g, x, cfg).real_range,
+        "sensitivity": lambda g: an.sensitivity(params, g, x, cfg, 0),
+        "layer_jacobians": lambda g: an.swan_layer_jacobians(params, g, x, cfg),
+        "heat_jacobian": lambda g: an.heat_jacobian(g, 6, 3),
+        "hop_distances": lambda g: an.hop_distances(g, 0),
+    }
+    for name, call in calls.items():
+        for a, b in zip(jax.tree_util.tree_leaves(call(graph)),
+                        jax.tree_util.tree_leaves(call(prepared)), strict=True):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6,
+                                       err_msg=name)

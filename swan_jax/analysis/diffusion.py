@@ -12,6 +12,7 @@ import jraph
 
 from swan_jax.analysis.trajectories import trajectory_from_steps
 from swan_jax.operators import aggregate, edge_operators, in_degree
+from swan_jax.prepared import plain_graph
 
 Array = jax.Array
 
@@ -25,6 +26,7 @@ def laplacian_apply(graph: jraph.GraphsTuple, x: Array, kind: str = "sym") -> Ar
     nodes with an edge, so isolated nodes stay still, as in networkx). `kind="combinatorial"`:
     `L = D - A`. Degrees are in-degrees (docs/conventions.md "Graphs").
     """
+    graph = plain_graph(graph)  # a prepared graph's edge lists
     num_nodes = x.shape[0]
     ones = jnp.ones(graph.receivers.shape, x.dtype)
     deg = in_degree(graph, num_nodes, ones)

@@ -24,6 +24,7 @@ from swan_jax.field import (
     step_params,
 )
 from swan_jax.operators import dense_operator
+from swan_jax.prepared import plain_graph
 
 Array = jax.Array
 # A map of node states `[N, d] -> [N, d]` (one layer, or the field at a fixed time).
@@ -101,6 +102,7 @@ def jacobian_factors(
       `M1` `[N d, N d]` (diagonal) and `M2` `[N d, N d]`, in `vec` order.
     """
     check_inputs(params, graph, x, cfg, x0)
+    graph = plain_graph(graph)  # dense matrices from edge lists; same numbers as the slots
     num_nodes, width = x.shape
     ops = build_operators(params, graph, x if x0 is None else x0, cfg)
     a_hat = dense_operator(graph, ops.w_hat, num_nodes)
