@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from swan_jax.experiments import graphprop, lrgb, sweep, transfer
+from swan_jax.experiments import node_classification as nce
 from tests.test_lrgb_experiment import write_peptides
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = {"transfer": transfer, "graphprop": graphprop, "lrgb": lrgb}
+MODULES = {"transfer": transfer, "graphprop": graphprop, "lrgb": lrgb,
+           "node_classification": nce}
 VALID = {"transfer": ["--topology", "ring", "--distance", "3", "--model", "swan"],
-         "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"]}
+         "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"],
+         "node_classification": ["--dataset", "tolokers"]}
 TINY_TRANSFER = ["--topology", "line", "--distance", "3", "--model", "swan", "--epochs", "3",
                  "--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
                  "--beta", "1", "--adjacency", "sym", "--seeds", "0,1", "--no-progress"]
@@ -35,16 +38,43 @@ def exits(main, argv) -> SystemExit:
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 @pytest.mark.parametrize("flag", ["--results-dir", "--checkpoint-dir", "--cache-dir"])
-def test_an_output_path_that_is_a_file_is_refused_before_anything_runs(name, flag, tmp_path):
+@pytest.mark.parametrize("below", [False, True], ids=["a-file", "below-a-file"])
+def test_an_output_path_that_is_a_file_is_refused_before_anything_runs(name, flag, below,
+                                                                         tmp_path):
+    """A file, or a folder below a file (which even root cannot create: the stand-in for a
+    folder without write permission, as the suite runs as root)."""
     blocker = tmp_path / "taken"
     blocker.write_text("keep me")
-    target = blocker if flag != "--cache-dir" else blocker / "sub"
+    target = blocker / "sub" if below else blocker
     argv = [*VALID[name], "--results-dir", str(tmp_path / "res"), flag, str(target)]
     err = exits(MODULES[name].main, argv)
-    where = "is a file" if target == blocker else f"cannot be created: {blocker} is a file"
+    where = f"cannot be created: {blocker} is a file" if below else "is a file"
     assert str(err.code) == f"{flag} {target} {where}, not a folder; choose another path"
     assert blocker.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing written
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("flag", ["--results-dir", "--checkpoint-dir", "--cache-dir"])
+def test_an_output_folder_without_write_permission_is_refused_before_anything_runs(
+        name, flag, tmp_path, monkeypatch):
+    """Root writes anywhere, so the permission (`os.access`) says no for this folder."""
+    import os
+
+    from swan_jax import io
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(io.os, "access", lambda path, mode: Path(path) != locked
+                        and real_access(path, mode))
+    for target, what in ((locked, "is not writable"),
+                         (locked / "sub", f"cannot be created: {locked} is not writable")):
+        argv = [*VALID[name], "--results-dir", str(tmp_path / "res"), flag, str(target)]
+        err = exits(MODULES[name].main, argv)
+        assert str(err.code) == f"{flag} {target} {what}; choose another path"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]  # nothing written
+        assert list(locked.iterdir()) == []
 
 
 def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
@@ -159,3 +189,22 @@ def test_the_readmes_one_cell_examples_train_one_program_of_one_grid_point():
         programs = module.EXPERIMENT.plan(cfg)
         assert len(programs) == 1, (command, [p.name for p in programs])
         assert len(programs[0].grid) == 1, (command, programs[0].grid)
+
+
+def test_an_adaptive_solver_out_of_steps_is_one_line_naming_the_flags(tmp_path, monkeypatch):
+    """The message leads, not equinox's "Above is the stack outside of JIT"; the flags that
+    change it are named, and the program, the epoch and what is checkpointed."""
+    from swan_jax import solvers
+
+    monkeypatch.setattr(solvers, "DEFAULT_MAX_STEPS", 2)  # read when the step is traced
+    argv = [*TINY_TRANSFER, "--solver", "tsit5", "--rtol", "1e-9", "--atol", "1e-9",
+            "--results-dir", str(tmp_path / "res"), "--cache-dir", str(tmp_path / "cache")]
+    err = exits(transfer.main, argv)
+    message = str(err.code)
+    assert "\n" not in message and "Above is the stack" not in message
+    assert re.fullmatch(r"solver error: solver 'tsit5' used its whole budget of max_steps=2 "
+                        r"steps before t1 = num_layers \* epsilon: loosen --rtol / --atol, or "
+                        r"try a stiff solver such as --solver kvaerno5 \(line/3/swan/"
+                        r"adjacency=sym: in epoch 1 of 3; no epoch was checkpointed\)",
+                        message), message
+    assert not (tmp_path / "res" / "results.json").exists()  # no half-written results
