@@ -208,3 +208,64 @@ def test_an_adaptive_solver_out_of_steps_is_one_line_naming_the_flags(tmp_path, 
                         r"adjacency=sym: in epoch 1 of 3; no epoch was checkpointed\)",
                         message), message
     assert not (tmp_path / "res" / "results.json").exists()  # no half-written results
+
+
+def _snapshot(root: Path) -> dict[str, tuple]:
+    """Every path under `root` with its mode, size and mtime (folders included)."""
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size if p.is_file() else 0,
+                     p.lstat().st_mtime_ns) for p in [root, *root.rglob("*")]}
+
+
+def _strip_write_bits(root: Path, restore: bool = False) -> None:
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o200 if restore else mode & ~0o222)
+
+
+@pytest.mark.parametrize("name", ["lrgb", "node_classification"])
+def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path, monkeypatch,
+                                                                  capsys):
+    """SWAN_DATA_DIR is a read-only copy; downloads are on but the network is off
+    (tests/conftest.py). The run stops before any training listing what is missing, and
+    nothing under the data folder changes (the reported empty `peptides-structural/`);
+    downloads go to SWAN_DOWNLOAD_DIR and leave nothing there either. With
+    --skip-missing the data present is loaded (its cache goes to --cache-dir) and
+    the data folder is still unchanged."""
+    data = tmp_path / "data"
+    if name == "lrgb":
+        write_peptides(data)  # Peptides-func only: -struct and PascalVOC-SP are missing
+        argv = ["--all", "--variant", "swan", "--no-verify-md5"]
+    else:
+        data.mkdir()
+        (data / "README").write_text("tolokers.npz is not here\n")
+        argv = ["--dataset", "tolokers", "--models", "swan", "--splits", "0"]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "res"),
+             "--no-progress", "--epochs", "1", "--hidden", "8", "--layers", "2", "--seeds",
+             "0"]
+    downloads = tmp_path / "downloads"
+    monkeypatch.setenv("SWAN_DATA_DIR", str(data))
+    monkeypatch.setenv("SWAN_DOWNLOAD_DIR", str(downloads))
+    monkeypatch.setattr(sweep, "train", lambda *a, **k: (_ for _ in ()).throw(Reached()))
+    _strip_write_bits(data)
+    before = _snapshot(data)
+    try:
+        err = exits(MODULES[name].main, argv)
+        message = str(err.code)
+        assert message.startswith("missing data, nothing was trained:")
+        for cell in (["peptides-struct / swan:", "pascalvoc-sp / swan:"] if name == "lrgb"
+                     else ["tolokers / swan / 0:"]):
+            assert f"\n  {cell} missing raw file(s)" in message
+        assert ("download failed" in message or "could not download" in message) \
+            and "network disabled in tests" in message
+        assert message.endswith("get the files above, or pass --skip-missing to run only "
+                                "the cells whose data is present")
+        assert _snapshot(data) == before
+        assert not downloads.exists()  # not even the empty folders of a download
+        assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()
+        if name == "lrgb":
+            with pytest.raises(Reached):  # Peptides-func loaded, training reached
+                MODULES[name].main([*argv, "--skip-missing"])
+            assert list((tmp_path / "cache").rglob("*.npz"))
+            assert _snapshot(data) == before
+    finally:
+        _strip_write_bits(data, restore=True)
