@@ -7,6 +7,7 @@ section 9, lists the messages.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -269,3 +270,47 @@ def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path,
             assert _snapshot(data) == before
     finally:
         _strip_write_bits(data, restore=True)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_experiment_checkpoints_each_program_by_default(name, tmp_path):
+    """The README's promise, in every experiment alike: each program trains into its own
+    checkpoint folder (under --checkpoint-dir, default <results>/checkpoints), --resume
+    reaches the training loop, --no-checkpoints opts out. (The end-to-end tests of each
+    experiment resume from those folders.)"""
+    module = MODULES[name]
+    exp = module.EXPERIMENT
+
+    def train_configs(*more):
+        cfg = module.parse_config([*VALID[name], "--results-dir", str(tmp_path / "res"), *more])
+        return [sweep.train_config(exp, cfg, program, None) for program in exp.plan(cfg)]
+
+    configs = train_configs()
+    assert configs
+    for tc in configs:
+        assert tc.save_checkpoints and not tc.resume
+        assert Path(tc.checkpoint_dir).is_relative_to(tmp_path / "res" / "checkpoints")
+    assert len({tc.checkpoint_dir for tc in configs}) == len(configs)  # one per program
+    assert all(tc.resume for tc in train_configs("--resume"))
+    assert not any(tc.save_checkpoints for tc in train_configs("--no-checkpoints"))
+
+
+def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys):
+    """Several programs: one bar over every epoch of every program (tqdm shows its ETA),
+    and an estimate of the time left once the second epoch (the first compiled one) ran."""
+    from swan_jax.experiments.config import SweepConfig
+
+    cfg = SweepConfig(epochs=3, progress=True, results_dir=tmp_path)
+    overall = sweep._Overall(cfg, todo=["program a", "program b"])
+    assert overall.bar.total == 6 and overall.bar.desc == "all programs"
+    overall.epoch(0, {"seconds": 30.0})
+    assert "estimate" not in capsys.readouterr().out  # the first epoch compiles
+    overall.epoch(1, {"seconds": 30.0})
+    assert capsys.readouterr().out == (
+        "estimate: 30 s per epoch -> at most 2.0 min for the remaining 4 epoch(s) (less with "
+        "early stopping; the bar's ETA follows the real pace)\n")
+    overall.program_done(2, 3)  # early stopping after 2 of 3 epochs: the bar skips ahead
+    assert overall.bar.n == 3
+    overall.close()
+    assert sweep._Overall(dataclasses.replace(cfg, progress=False), ["a", "b"]).bar is None
+    assert sweep._Overall(cfg, ["only one"]).bar is None  # the program's own bar suffices
