@@ -2,7 +2,7 @@
 compute is spent where that is possible, with nothing half-written (issue 14).
 
 Each test runs an experiment's `main` as the command line would; tests/BAD_INPUTS.md,
-section 9, lists the messages.
+section 10, lists the messages and section 11 maps each item of issue 14 to its test.
 """
 
 from __future__ import annotations
@@ -314,3 +314,18 @@ def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys)
     overall.close()
     assert sweep._Overall(dataclasses.replace(cfg, progress=False), ["a", "b"]).bar is None
     assert sweep._Overall(cfg, ["only one"]).bar is None  # the program's own bar suffices
+
+
+def test_a_checkpoint_folder_without_resume_is_one_line_from_the_command(tmp_path, capsys):
+    """A program folder that already holds checkpoints (a run killed before its results
+    were saved), neither --resume nor --overwrite: one line, exit 1, nothing touched."""
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    [program] = transfer.EXPERIMENT.plan(transfer.parse_config(argv))
+    (program.folder / "1").mkdir(parents=True)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    err = exits(transfer.main, argv)
+    assert str(err.code) == (f"{program.folder} already holds checkpoints of {program.name}: "
+                             f"pass --resume to continue it, or --overwrite to start it again")
+    assert "Traceback" not in capsys.readouterr().err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
