@@ -2,11 +2,12 @@
 compute is spent where that is possible, with nothing half-written (issue 14).
 
 Each test runs an experiment's `main` as the command line would; tests/BAD_INPUTS.md,
-section 9, lists the messages.
+section 10, lists the messages and section 11 maps each item of issue 14 to its test.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -16,12 +17,15 @@ from pathlib import Path
 import pytest
 
 from swan_jax.experiments import graphprop, lrgb, sweep, transfer
+from swan_jax.experiments import node_classification as nce
 from tests.test_lrgb_experiment import write_peptides
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = {"transfer": transfer, "graphprop": graphprop, "lrgb": lrgb}
+MODULES = {"transfer": transfer, "graphprop": graphprop, "lrgb": lrgb,
+           "node_classification": nce}
 VALID = {"transfer": ["--topology", "ring", "--distance", "3", "--model", "swan"],
-         "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"]}
+         "graphprop": ["--task", "sssp"], "lrgb": ["--dataset", "peptides-func"],
+         "node_classification": ["--dataset", "tolokers"]}
 TINY_TRANSFER = ["--topology", "line", "--distance", "3", "--model", "swan", "--epochs", "3",
                  "--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
                  "--beta", "1", "--adjacency", "sym", "--seeds", "0,1", "--no-progress"]
@@ -35,16 +39,43 @@ def exits(main, argv) -> SystemExit:
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 @pytest.mark.parametrize("flag", ["--results-dir", "--checkpoint-dir", "--cache-dir"])
-def test_an_output_path_that_is_a_file_is_refused_before_anything_runs(name, flag, tmp_path):
+@pytest.mark.parametrize("below", [False, True], ids=["a-file", "below-a-file"])
+def test_an_output_path_that_is_a_file_is_refused_before_anything_runs(name, flag, below,
+                                                                         tmp_path):
+    """A file, or a folder below a file (which even root cannot create: the stand-in for a
+    folder without write permission, as the suite runs as root)."""
     blocker = tmp_path / "taken"
     blocker.write_text("keep me")
-    target = blocker if flag != "--cache-dir" else blocker / "sub"
+    target = blocker / "sub" if below else blocker
     argv = [*VALID[name], "--results-dir", str(tmp_path / "res"), flag, str(target)]
     err = exits(MODULES[name].main, argv)
-    where = "is a file" if target == blocker else f"cannot be created: {blocker} is a file"
+    where = f"cannot be created: {blocker} is a file" if below else "is a file"
     assert str(err.code) == f"{flag} {target} {where}, not a folder; choose another path"
     assert blocker.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing written
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("flag", ["--results-dir", "--checkpoint-dir", "--cache-dir"])
+def test_an_output_folder_without_write_permission_is_refused_before_anything_runs(
+        name, flag, tmp_path, monkeypatch):
+    """Root writes anywhere, so the permission (`os.access`) says no for this folder."""
+    import os
+
+    from swan_jax import io
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(io.os, "access", lambda path, mode: Path(path) != locked
+                        and real_access(path, mode))
+    for target, what in ((locked, "is not writable"),
+                         (locked / "sub", f"cannot be created: {locked} is not writable")):
+        argv = [*VALID[name], "--results-dir", str(tmp_path / "res"), flag, str(target)]
+        err = exits(MODULES[name].main, argv)
+        assert str(err.code) == f"{flag} {target} {what}; choose another path"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]  # nothing written
+        assert list(locked.iterdir()) == []
 
 
 def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
@@ -159,3 +190,142 @@ def test_the_readmes_one_cell_examples_train_one_program_of_one_grid_point():
         programs = module.EXPERIMENT.plan(cfg)
         assert len(programs) == 1, (command, [p.name for p in programs])
         assert len(programs[0].grid) == 1, (command, programs[0].grid)
+
+
+def test_an_adaptive_solver_out_of_steps_is_one_line_naming_the_flags(tmp_path, monkeypatch):
+    """The message leads, not equinox's "Above is the stack outside of JIT"; the flags that
+    change it are named, and the program, the epoch and what is checkpointed."""
+    from swan_jax import solvers
+
+    monkeypatch.setattr(solvers, "DEFAULT_MAX_STEPS", 2)  # read when the step is traced
+    argv = [*TINY_TRANSFER, "--solver", "tsit5", "--rtol", "1e-9", "--atol", "1e-9",
+            "--results-dir", str(tmp_path / "res"), "--cache-dir", str(tmp_path / "cache")]
+    err = exits(transfer.main, argv)
+    message = str(err.code)
+    assert "\n" not in message and "Above is the stack" not in message
+    assert re.fullmatch(r"solver error: solver 'tsit5' used its whole budget of max_steps=2 "
+                        r"steps before t1 = num_layers \* epsilon: loosen --rtol / --atol, or "
+                        r"try a stiff solver such as --solver kvaerno5 \(line/3/swan/"
+                        r"adjacency=sym: in epoch 1 of 3; no epoch was checkpointed\)",
+                        message), message
+    assert not (tmp_path / "res" / "results.json").exists()  # no half-written results
+
+
+def _snapshot(root: Path) -> dict[str, tuple]:
+    """Every path under `root` with its mode, size and mtime (folders included)."""
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size if p.is_file() else 0,
+                     p.lstat().st_mtime_ns) for p in [root, *root.rglob("*")]}
+
+
+def _strip_write_bits(root: Path, restore: bool = False) -> None:
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o200 if restore else mode & ~0o222)
+
+
+@pytest.mark.parametrize("name", ["lrgb", "node_classification"])
+def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path, monkeypatch,
+                                                                  capsys):
+    """SWAN_DATA_DIR is a read-only copy; downloads are on but the network is off
+    (tests/conftest.py). The run stops before any training listing what is missing, and
+    nothing under the data folder changes (the reported empty `peptides-structural/`);
+    downloads go to SWAN_DOWNLOAD_DIR and leave nothing there either. With
+    --skip-missing the data present is loaded (its cache goes to --cache-dir) and
+    the data folder is still unchanged."""
+    data = tmp_path / "data"
+    if name == "lrgb":
+        write_peptides(data)  # Peptides-func only: -struct and PascalVOC-SP are missing
+        argv = ["--all", "--variant", "swan", "--no-verify-md5"]
+    else:
+        data.mkdir()
+        (data / "README").write_text("tolokers.npz is not here\n")
+        argv = ["--dataset", "tolokers", "--models", "swan", "--splits", "0"]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--results-dir", str(tmp_path / "res"),
+             "--no-progress", "--epochs", "1", "--hidden", "8", "--layers", "2", "--seeds",
+             "0"]
+    downloads = tmp_path / "downloads"
+    monkeypatch.setenv("SWAN_DATA_DIR", str(data))
+    monkeypatch.setenv("SWAN_DOWNLOAD_DIR", str(downloads))
+    monkeypatch.setattr(sweep, "train", lambda *a, **k: (_ for _ in ()).throw(Reached()))
+    _strip_write_bits(data)
+    before = _snapshot(data)
+    try:
+        err = exits(MODULES[name].main, argv)
+        message = str(err.code)
+        assert message.startswith("missing data, nothing was trained:")
+        for cell in (["peptides-struct / swan:", "pascalvoc-sp / swan:"] if name == "lrgb"
+                     else ["tolokers / swan / 0:"]):
+            assert f"\n  {cell} missing raw file(s)" in message
+        assert ("download failed" in message or "could not download" in message) \
+            and "network disabled in tests" in message
+        assert message.endswith("get the files above, or pass --skip-missing to run only "
+                                "the cells whose data is present")
+        assert _snapshot(data) == before
+        assert not downloads.exists()  # not even the empty folders of a download
+        assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()
+        if name == "lrgb":
+            with pytest.raises(Reached):  # Peptides-func loaded, training reached
+                MODULES[name].main([*argv, "--skip-missing"])
+            assert list((tmp_path / "cache").rglob("*.npz"))
+            assert _snapshot(data) == before
+    finally:
+        _strip_write_bits(data, restore=True)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_experiment_checkpoints_each_program_by_default(name, tmp_path):
+    """The README's promise, in every experiment alike: each program trains into its own
+    checkpoint folder (under --checkpoint-dir, default <results>/checkpoints), --resume
+    reaches the training loop, --no-checkpoints opts out. (The end-to-end tests of each
+    experiment resume from those folders.)"""
+    module = MODULES[name]
+    exp = module.EXPERIMENT
+
+    def train_configs(*more):
+        cfg = module.parse_config([*VALID[name], "--results-dir", str(tmp_path / "res"), *more])
+        return [sweep.train_config(exp, cfg, program, None) for program in exp.plan(cfg)]
+
+    configs = train_configs()
+    assert configs
+    for tc in configs:
+        assert tc.save_checkpoints and not tc.resume
+        assert Path(tc.checkpoint_dir).is_relative_to(tmp_path / "res" / "checkpoints")
+    assert len({tc.checkpoint_dir for tc in configs}) == len(configs)  # one per program
+    assert all(tc.resume for tc in train_configs("--resume"))
+    assert not any(tc.save_checkpoints for tc in train_configs("--no-checkpoints"))
+
+
+def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys):
+    """Several programs: one bar over every epoch of every program (tqdm shows its ETA),
+    and an estimate of the time left once the second epoch (the first compiled one) ran."""
+    from swan_jax.experiments.config import SweepConfig
+
+    cfg = SweepConfig(epochs=3, progress=True, results_dir=tmp_path)
+    overall = sweep._Overall(cfg, todo=["program a", "program b"])
+    assert overall.bar.total == 6 and overall.bar.desc == "all programs"
+    overall.epoch(0, {"seconds": 30.0})
+    assert "estimate" not in capsys.readouterr().out  # the first epoch compiles
+    overall.epoch(1, {"seconds": 30.0})
+    assert capsys.readouterr().out == (
+        "estimate: 30 s per epoch -> at most 2.0 min for the remaining 4 epoch(s) (less with "
+        "early stopping; the bar's ETA follows the real pace)\n")
+    overall.program_done(2, 3)  # early stopping after 2 of 3 epochs: the bar skips ahead
+    assert overall.bar.n == 3
+    overall.close()
+    assert sweep._Overall(dataclasses.replace(cfg, progress=False), ["a", "b"]).bar is None
+    assert sweep._Overall(cfg, ["only one"]).bar is None  # the program's own bar suffices
+
+
+def test_a_checkpoint_folder_without_resume_is_one_line_from_the_command(tmp_path, capsys):
+    """A program folder that already holds checkpoints (a run killed before its results
+    were saved), neither --resume nor --overwrite: one line, exit 1, nothing touched."""
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    [program] = transfer.EXPERIMENT.plan(transfer.parse_config(argv))
+    (program.folder / "1").mkdir(parents=True)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    err = exits(transfer.main, argv)
+    assert str(err.code) == (f"{program.folder} already holds checkpoints of {program.name}: "
+                             f"pass --resume to continue it, or --overwrite to start it again")
+    assert "Traceback" not in capsys.readouterr().err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -3,8 +3,8 @@
 `parse_config(exp, argv)` resolves the configuration (packaged TOML, `--config FILE`,
 then flags); `main(exp, argv)` runs the sweep and turns every failure a user can cause
 into one line on stderr and a non-zero exit: refused inputs (exit 1), data errors naming
-the flag that changes the behaviour (exit 1), Ctrl-C with the command that resumes
-(exit 130).
+the flag that changes the behaviour (exit 1), an adaptive solver out of steps (exit 1),
+Ctrl-C with the command that resumes (exit 130).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from swan_jax.cli import base_parser
 from swan_jax.experiments.config import SweepConfig, load_toml
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError
+from swan_jax.solvers import SolverError
 from swan_jax.train import StepTooLarge, TrainingInterrupted
 
 # Data-layer errors, by class name (importing their modules would import rdkit).
@@ -29,6 +30,11 @@ API_AND_FLAG = re.compile(r"pass \S+=\S+ \(CLI: (--[\w-]+)\)")
 # How a loader's message names an option -> the flag that sets it.
 FLAG_NAMES = {"verify_md5=False": "--no-verify-md5", "skip_bad_rows=True": "--skip-bad-rows",
               "download=False": "--no-download"}
+# How a solver's message names an option -> the flags that set it (no flag sets max_steps).
+SOLVER_FLAGS = {"loosen rtol/atol, raise max_steps, or": "loosen --rtol / --atol, or",
+                "a stiff solver such as 'kvaerno5'": "a stiff solver such as --solver kvaerno5",
+                "lower epsilon or tighten the tolerances":
+                    "lower --epsilon or tighten --rtol / --atol"}
 FLAG_HINTS = {"DataFormatError": "--skip-bad-rows skips malformed rows",
               "ChecksumError": "--no-verify-md5 accepts files of your own",
               "DownloadError": "put the file there by hand; --no-download never downloads"}
@@ -110,6 +116,14 @@ def data_error_message(exp: Experiment, err: BaseException) -> str | None:
     return f"{exp.label} data error: {text}"
 
 
+def solver_error_message(err: SolverError) -> str:
+    """One line for a run-time solver error, naming the flags that change it."""
+    text = " ".join(str(err).split())
+    for option, flag in SOLVER_FLAGS.items():
+        text = text.replace(option, flag)
+    return f"solver error: {text}"
+
+
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -118,6 +132,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge) as err:
         raise SystemExit(str(err)) from None
+    except SolverError as err:  # before `Exception`: the last good checkpoint is kept
+        raise SystemExit(solver_error_message(err)) from None
     except TrainingInterrupted as err:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else

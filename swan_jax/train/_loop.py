@@ -23,6 +23,7 @@ import numpy as np
 
 from swan_jax.data.batching import budget_for, iterate_batches
 from swan_jax.pytrees import tree_size
+from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
 from swan_jax.train._config import (
     Hyper,
@@ -249,6 +250,8 @@ def train(
       TrainingDiverged: a run's loss, gradient or predictions became non-finite
         (`on_divergence="raise"`). TrainingInterrupted: Ctrl-C; says which epochs are
         checkpointed. StepTooLarge: the step's estimated memory exceeds free memory.
+        SolverError: an adaptive solver ran out of steps or failed (its message first,
+        then the program, the epoch and the checkpoint kept).
     """
     started = time.perf_counter()
     prog = _Program(model_fn, splits, cfg, grid)
@@ -264,15 +267,21 @@ def train(
     try:
         steps = (sum(1 for _ in prog.train_batches(start_epoch))
                  if progress.enabled else None)  # the first epoch's bar gets a total
-        for epoch in range(start_epoch, cfg.epochs):
-            if state.stopped.all():
-                break
-            state, record, timing = _epoch(prog, state, epoch, folder, progress, steps)
-            _after_epoch(prog, state, record, timing, log, folder, progress, started)
-            steps = timing["steps"]
+        with clear_errors():  # the solver's own sentence first, not equinox's stack note
+            for epoch in range(start_epoch, cfg.epochs):
+                if state.stopped.all():
+                    break
+                state, record, timing = _epoch(prog, state, epoch, folder, progress, steps)
+                _after_epoch(prog, state, record, timing, log, folder, progress, started)
+                steps = timing["steps"]
     except KeyboardInterrupt:
         raise TrainingInterrupted(log.saved_epochs,
                                   cfg.checkpoint_dir if folder.saves else None) from None
+    except SolverError as err:
+        kept = (f"epochs up to {log.saved_epochs} are checkpointed in {cfg.checkpoint_dir}"
+                if folder.saves and log.saved_epochs else "no epoch was checkpointed")
+        raise SolverError(f"{err} ({cfg.description}: in epoch {len(log.history) + 1} of "
+                          f"{cfg.epochs}; {kept})") from None
     finally:
         progress.close()
         folder.close()
