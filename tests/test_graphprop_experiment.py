@@ -103,3 +103,14 @@ def test_cli_builds_the_paper_grid_and_model_lists():
     assert ld.models == ("swan-ld", "swan-learn-ld") and ld.labels == ("swan-code",)
     with pytest.raises(SystemExit):
         gp.parse_config(["--variant", "adgn", "--layer-dependent"])
+
+
+def test_the_cpu_protocol_behind_results_md_loads_as_documented():
+    from swan_jax.experiments.config import CONFIG_DIR
+
+    cfg = gp.parse_config(["--config", str(CONFIG_DIR / "graphprop-cpu.toml")])
+    assert [(c["task"], c["model"]) for c in gp.EXPERIMENT.cells(cfg)] == [
+        (t, m) for t in ("diameter", "sssp", "eccentricity") for m in ("swan", "gcn")]
+    assert (cfg.labels, cfg.epochs, cfg.seeds, cfg.per_size, cfg.batch_size) == (
+        ("paper",), 60, (0, 1), (128, 32, 64), 512)
+    assert all(len(v) == 1 for v in cfg.grid.values())

@@ -166,3 +166,14 @@ def test_torch_init_draws_encoder_and_readout_within_one_over_sqrt_fan_in():
     assert float(jnp.abs(head["params"]["MLP_0"]["Dense_0"]["kernel"]).max()) <= 1 / 8
     flax_enc = LinearEncoder(64).init(jax.random.PRNGKey(0), graph)["params"]
     assert float(jnp.abs(flax_enc["Dense_0"]["bias"]).max()) == 0
+
+
+def test_the_cpu_protocol_behind_results_md_loads_as_documented():
+    from swan_jax.experiments.config import CONFIG_DIR
+
+    cfg = T.parse_config(["--config", str(CONFIG_DIR / "transfer-cpu.toml")])
+    cells = T.EXPERIMENT.cells(cfg)
+    assert len(cells) == 27 and {c["distance"] for c in cells} == {3, 5, 10}
+    assert (cfg.epochs, cfg.patience, cfg.seeds, cfg.sizes, cfg.init) == (
+        300, 100, (0, 1), (1000, 100, 100), "torch")
+    assert all(len(v) == 1 for v in cfg.grid.values())
