@@ -195,26 +195,29 @@ def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
 # --- linear maps with gather-only transposes --------------------------------------
 
 
+def _between_rows_and_nodes(graph: PreparedGraph, x: Array, fn: Callable, fn_t: Callable,
+                            size_in: int, size_out: int) -> Array:
+    """`fn` (one of `_node_sum`, `_row_owner`) as a linear map whose transpose is `fn_t`."""
+    flat, tail = _as_rows(x, 1)
+    out = _embedded(functools.partial(fn, graph), functools.partial(fn_t, graph), flat,
+                    size_in, size_out)
+    return out.reshape((size_out,) + tail)
+
+
 def node_sum(graph: PreparedGraph, rows: Array) -> Array:
     """Sum each node's rows: `[R, ...] -> [N, ...]` (identity without overflow rows)."""
     if graph.num_overflow == 0:
         return rows
-    flat, tail = _as_rows(rows, 1)
-    r, n = graph.num_rows, graph.num_nodes
-    out = _embedded(functools.partial(_node_sum, graph), functools.partial(_row_owner, graph),
-                    flat, r, n)
-    return out.reshape((n,) + tail)
+    return _between_rows_and_nodes(graph, rows, _node_sum, _row_owner, graph.num_rows,
+                                   graph.num_nodes)
 
 
 def row_owner(graph: PreparedGraph, nodes: Array) -> Array:
     """Each row's node value: `[N, ...] -> [R, ...]` (identity without overflow rows)."""
     if graph.num_overflow == 0:
         return nodes
-    flat, tail = _as_rows(nodes, 1)
-    r, n = graph.num_rows, graph.num_nodes
-    out = _embedded(functools.partial(_row_owner, graph), functools.partial(_node_sum, graph),
-                    flat, n, r)
-    return out.reshape((r,) + tail)
+    return _between_rows_and_nodes(graph, nodes, _row_owner, _node_sum, graph.num_nodes,
+                                   graph.num_rows)
 
 
 def gather_neighbors(graph: PreparedGraph, nodes: Array) -> Array:

@@ -77,10 +77,6 @@ def metric_mode(metric: str) -> str:
     return {**METRIC_FNS, **GRAPH_MEAN_METRICS}[metric][1]
 
 
-def _with_weight(score, weight, pred, target) -> float:
-    return score(pred, target, weight)
-
-
 def _row_weights(batch: Batch) -> np.ndarray:
     """`1 / n` for every node row of a graph of `n` nodes (rows in graph order; shards,
     if any, flattened in order): `[rows]`."""
@@ -109,8 +105,7 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: 
             weights.append(_row_weights(batch)[real])
     pred, target = np.concatenate(preds, axis=1), np.concatenate(targets)
     if weighted:
-        fn = functools.partial(_with_weight, GRAPH_MEAN_METRICS[metric][0],
-                               np.concatenate(weights))
+        fn = functools.partial(GRAPH_MEAN_METRICS[metric][0], weight=np.concatenate(weights))
     else:
         fn = METRIC_FNS[metric][0]
     finite = np.asarray([np.all(np.isfinite(p)) for p in pred])
