@@ -32,7 +32,8 @@ RESERVED = {FIGURES}  # folders under reproductions/ that are not runs
 # Keys of a sweep record that are not cell axes (sweep.program_record).
 RECORD_KEYS = {"program", "epochs", "name", "static", "runs", "metric", "num_params",
                "epochs_completed", "first_epoch_seconds", "seconds_per_epoch",
-               "train_seconds", "wall_time", "checkpoint_dir", "machine"}
+               "train_seconds", "wall_time", "checkpoint_dir", "machine", "data_sizes",
+               "train_ms_per_epoch", "eval_ms_per_epoch"}
 
 
 def cell_axes(record: Mapping[str, Any]) -> list[str]:
