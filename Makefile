@@ -12,7 +12,7 @@ ifeq ($(DEVICE),cuda12)
 EXTRAS := test,chem,cuda12
 endif
 
-.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results clean
+.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,16 @@ curves: install
 # finished or partial run first: python -m swan_jax.experiments.results collect results/transfer
 results: install
 	$(PY) -m swan_jax.experiments.results render
+
+# The reproduction campaign (reproductions/campaign/plan.toml): trains the plan's cells in
+# order for BUDGET minutes (default 8 on a GPU, 60 on a CPU), stops after a checkpoint,
+# collects finished cells, bundles unfinished ones, re-renders RESULTS.md. Then commit
+# reproductions/ and RESULTS.md. CAMPAIGN_FLAGS: e.g. --cells 'transfer/*' --fit.
+BUDGET ?=
+CAMPAIGN_FLAGS ?=
+campaign: install
+	$(PY) -m swan_jax.experiments.campaign run $(if $(BUDGET),--budget-minutes $(BUDGET)) \
+		$(CAMPAIGN_FLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

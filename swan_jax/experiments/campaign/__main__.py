@@ -1,0 +1,116 @@
+"""`python -m swan_jax.experiments.campaign`: run, inspect or regenerate the campaign.
+
+    python -m swan_jax.experiments.campaign [run] --budget-minutes 120 [--cells 'transfer/*']
+        [--fit] [--device-kind cpu-2core|h100|h200] [--bundle-out FILE] [--bundle-in FILE]
+    python -m swan_jax.experiments.campaign status [--device-kind h200]
+    python -m swan_jax.experiments.campaign plan --write
+
+`run` trains the plan's cells in order until the budget is spent (default: 8 minutes on
+a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
+`reproductions/`, writes a resume bundle of each unfinished one
+(`reproductions/campaign/bundles/`, and `--bundle-out FILE`), re-renders RESULTS.md and
+prints what remains. SIGTERM or Ctrl-C stop the same way. Commit `reproductions/` and
+RESULTS.md afterwards: the next machine continues from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from swan_jax.experiments.campaign.plan import DEVICE_KINDS, PLAN_FILE, PlanError
+
+GPU_BUDGET, CPU_BUDGET = 8.0, 60.0
+
+
+def detect_device_kind() -> str:
+    """cpu-2core on a CPU, h100 / h200 from the accelerator's name (else its name)."""
+    import jax
+
+    kind = jax.devices()[0].device_kind.lower()
+    for name in ("h200", "h100"):
+        if name in kind:
+            return name
+    return "cpu-2core" if jax.devices()[0].platform == "cpu" else kind
+
+
+def build_parser() -> argparse.ArgumentParser:
+    doc = __doc__.strip().splitlines()
+    p = argparse.ArgumentParser(prog="python -m swan_jax.experiments.campaign",
+                                description=doc[0], epilog="\n".join(doc[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", nargs="?", default="run", choices=("run", "status", "plan"))
+    p.add_argument("--plan", type=Path, default=PLAN_FILE)
+    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
+    p.add_argument("--work", type=Path, default=Path("runs/campaign"),
+                   help="git-ignored work folder (sweeps, checkpoints)")
+    p.add_argument("--device-kind", choices=DEVICE_KINDS, default=None,
+                   help="the cost column to use (default: detected)")
+    p.add_argument("--budget-minutes", type=float, default=None,
+                   help=f"wall time of this call (default {GPU_BUDGET:g} on a GPU, "
+                        f"{CPU_BUDGET:g} on a CPU)")
+    p.add_argument("--cells", action="append", default=[],
+                   help="only cells whose id matches this pattern (repeatable), e.g. "
+                        "'transfer/*/3/*'")
+    p.add_argument("--fit", action="store_true",
+                   help="start only cells whose remaining cost fits the time left")
+    p.add_argument("--max-cell-minutes", type=float, default=None,
+                   help="skip cells whose remaining cost on this device kind is larger "
+                        "(cheap cells on a CPU)")
+    p.add_argument("--bundle-out", type=Path, default=None,
+                   help="also copy the unfinished cell's bundle here (a GPU slice's $OUT)")
+    p.add_argument("--bundle-in", type=Path, action="append", default=[],
+                   help="a bundle from another machine to continue (repeatable)")
+    p.add_argument("--no-render", action="store_true", help="do not re-render RESULTS.md")
+    p.add_argument("--note", default="", help="a line stored with the collected cells")
+    p.add_argument("--write", action="store_true", help="plan: write the plan file")
+    return p
+
+
+def _plan(args) -> list[str]:
+    from swan_jax.experiments.campaign.defaults import HEADER, default_entries
+    from swan_jax.experiments.campaign.plan import dump_plan
+
+    entries = default_entries(args.reproductions)
+    text = dump_plan(entries, HEADER)
+    if args.write:
+        args.plan.parent.mkdir(parents=True, exist_ok=True)
+        args.plan.write_text(text)
+        return [f"wrote {args.plan}: {len(entries)} cell(s), "
+                f"{sum(e.runnable for e in entries)} runnable"]
+    return [text]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from swan_jax.experiments.campaign import bundle, loop
+    from swan_jax.experiments.results_md import ReproductionsError
+
+    if args.budget_minutes is not None and not args.budget_minutes > 0:
+        raise SystemExit("campaign: --budget-minutes must be > 0")
+    try:
+        if args.command == "plan":
+            print("\n".join(_plan(args)))
+            return 0
+        kind = args.device_kind or detect_device_kind()
+        budget = args.budget_minutes or (CPU_BUDGET if kind.startswith("cpu") else GPU_BUDGET)
+        opts = loop.Options(plan=args.plan, reproductions=args.reproductions, work=args.work,
+                            device_kind=kind, budget_minutes=budget, cells=args.cells,
+                            fit=args.fit, max_cell_minutes=args.max_cell_minutes,
+                            bundle_out=args.bundle_out,
+                            bundle_in=args.bundle_in, render=not args.no_render,
+                            note=args.note)
+        if args.command == "status":
+            lines = loop.remaining(loop.load_plan(args.plan), opts)
+        else:
+            lines = loop.run_campaign(opts)
+    except (PlanError, bundle.BundleError, ReproductionsError) as err:
+        raise SystemExit(f"campaign: {err}") from None
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The campaign: the plan's cells in order, within a time budget, resumable anywhere.
+
+One call (`run_campaign`):
+
+1. reads the plan and what is already collected (a done cell is skipped);
+2. takes the runnable cells in order: a cell already under way first (a bundle in
+   `reproductions/campaign/bundles/`, or checkpoints in the work folder), then by
+   priority; with `fit`, only cells whose remaining cost on this device kind fits the
+   time left;
+3. trains each (`runner.run_cell`) until the budget is spent: the last epoch is saved;
+4. collects each finished cell into `reproductions/campaign-<group>/` at once and
+   deletes its bundle; writes a bundle of each cell it left unfinished;
+5. writes `reproductions/campaign/state.json` (per cell: progress, device, measured
+   seconds per epoch), re-renders RESULTS.md, and returns what remains with its cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import shutil
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from swan_jax.experiments.campaign import bundle, gather
+from swan_jax.experiments.campaign.plan import Entry, load_plan
+from swan_jax.experiments.campaign.runner import CellOutcome, Deadline, run_cell
+from swan_jax.io import write_text_atomic
+
+STATE_FILE = "state.json"
+
+
+@dataclasses.dataclass
+class Options:
+    """One call's settings (the command line's flags)."""
+
+    plan: Path
+    reproductions: Path = Path("reproductions")
+    work: Path = Path("runs/campaign")
+    device_kind: str = "cpu-2core"
+    budget_minutes: float = 60.0
+    cells: Sequence[str] = ()  # fnmatch patterns on cell ids; empty: all
+    fit: bool = False
+    max_cell_minutes: float | None = None  # skip cells whose remaining cost is larger
+    bundle_out: Path | None = None
+    bundle_in: Sequence[Path] = ()
+    render: bool = True
+    margin_seconds: float = 30.0
+    max_epochs: int | None = None  # tests: stop after this many epochs
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)  # tests: tiny sizes
+    note: str = ""
+
+    @property
+    def folder(self) -> Path:
+        return self.reproductions / "campaign"
+
+    def bundle_path(self, entry: Entry) -> Path:
+        return self.folder / "bundles" / f"{entry.slug}.npz"
+
+
+def read_state(opts: Options) -> dict[str, Any]:
+    path = opts.folder / STATE_FILE
+    return json.loads(path.read_text()) if path.exists() else {"cells": {}}
+
+
+def _progress(entry: Entry, state: dict[str, Any]) -> float:
+    """Fraction of the cell done (finished programs, and epochs of the one under way)."""
+    info = state["cells"].get(entry.id) or {}
+    return float(info.get("fraction", 0.0))
+
+
+def remaining_minutes(entry: Entry, opts: Options, state: dict[str, Any]) -> float:
+    return entry.cost(opts.device_kind) * (1.0 - _progress(entry, state))
+
+
+def _under_way(entry: Entry, opts: Options) -> bool:
+    return opts.bundle_path(entry).exists() or any(
+        (opts.work / entry.slug).rglob("run.json"))
+
+
+def select(entries: Sequence[Entry], opts: Options, done: set[str]) -> list[Entry]:
+    """Runnable, not done, matching `cells`; cells under way first, then the plan order."""
+    chosen = [e for e in entries if e.runnable and e.id not in done and (
+        not opts.cells or any(fnmatch.fnmatch(e.id, p) for p in opts.cells))]
+    return sorted(chosen, key=lambda e: not _under_way(e, opts))
+
+
+def _fraction(outcome: CellOutcome, work: Path, cap: int) -> float:
+    if outcome.finished:
+        return 1.0
+    results = work / "results.json"
+    finished = ({r["program"] for r in json.loads(results.read_text())["records"]}
+                if results.exists() else set())
+    epochs = sum(len((f / "history.jsonl").read_text().splitlines())
+                 for f in bundle.unfinished_programs(work, finished)
+                 if (f / "history.jsonl").exists())
+    done = outcome.programs_done + min(epochs / max(cap, 1), 1.0)
+    return min(done / max(outcome.programs, 1), 0.99)
+
+
+def _record(state: dict[str, Any], entry: Entry, outcome: CellOutcome, opts: Options,
+            work: Path, cap: int) -> None:
+    info = state["cells"].setdefault(entry.id, {})
+    seconds = info.get("seconds", {})
+    seconds[opts.device_kind] = seconds.get(opts.device_kind, 0.0) + outcome.seconds
+    epochs = info.get("epochs", {})
+    epochs[opts.device_kind] = epochs.get(opts.device_kind, 0) + outcome.epochs
+    info.update(status="finished" if outcome.finished else "under way",
+                programs=f"{outcome.programs_done} of {outcome.programs}",
+                fraction=round(_fraction(outcome, work, cap), 4), seconds=seconds,
+                epochs=epochs, updated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    if outcome.epochs:
+        info.setdefault("seconds_per_epoch", {})[opts.device_kind] = round(
+            outcome.seconds / outcome.epochs, 4)
+
+
+def _install_signals() -> dict[int, Any]:
+    """SIGTERM behaves as Ctrl-C: training stops after its newest checkpoint."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    return {signal.SIGTERM: signal.signal(signal.SIGTERM, stop)}
+
+
+def _quiet_signals() -> None:
+    """While collecting and bundling, signals wait: the files must be whole."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def _restore_bundles(opts: Options, entries: Sequence[Entry]) -> list[str]:
+    lines = []
+    for path in opts.bundle_in:  # e.g. the file a GPU slice returned
+        meta = bundle.read_meta(path)
+        target = next((e for e in entries if e.id == meta["cell"].get("id")), None)
+        if target is None:
+            raise bundle.BundleError(f"{path}: cell {meta['cell'].get('id')!r} is not in "
+                                     f"the plan")
+        opts.bundle_path(target).parent.mkdir(parents=True, exist_ok=True)
+        if Path(path).resolve() != opts.bundle_path(target).resolve():
+            shutil.copyfile(path, opts.bundle_path(target))
+        lines.append(f"bundle {path} -> {opts.bundle_path(target)}")
+    return lines
+
+
+def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) -> list[str]:
+    if outcome.finished:
+        note = opts.note or f"campaign on {opts.device_kind}"
+        lines = gather.collect_group([entry], [work], opts.reproductions,
+                                     opts.work / "_collect" / gather.group_of(entry), note)
+        opts.bundle_path(entry).unlink(missing_ok=True)
+        return lines
+    try:
+        meta = bundle.write_bundle(work, opts.bundle_path(entry),
+                                   cell={"id": entry.id}, device_kind=opts.device_kind)
+    except bundle.BundleError as err:
+        return [f"{entry.id}: no bundle ({err})"]
+    if opts.bundle_out is not None:
+        shutil.copyfile(opts.bundle_path(entry), opts.bundle_out)
+    return [f"{entry.id}: bundle {opts.bundle_path(entry)} ({meta['bytes'] / 2 ** 20:.2f} MB, "
+            f"{len(meta['programs'])} program(s) under way, {len(meta['records'])} done)"]
+
+
+def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str]:
+    """One call of the campaign (see the module's docstring); returns the lines to print.
+    `deadline` replaces the one `opts.budget_minutes` sets (tests: a fake clock)."""
+    entries = load_plan(opts.plan)
+    deadline = deadline or Deadline(time.monotonic() + 60 * opts.budget_minutes,
+                                    margin=opts.margin_seconds, max_epochs=opts.max_epochs)
+    lines = _restore_bundles(opts, entries)
+    state = read_state(opts)
+    runs = gather._runs(opts.reproductions)
+    done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
+    previous = _install_signals()
+    try:
+        for entry in select(entries, opts, done):
+            left = deadline.left() / 60
+            if left <= 0 or deadline.spent_epochs():
+                break
+            cost = remaining_minutes(entry, opts, state)
+            if (opts.fit and cost > left) or (opts.max_cell_minutes is not None
+                                              and cost > opts.max_cell_minutes):
+                continue
+            lines += _one_cell(entry, opts, deadline, state)
+    finally:
+        _quiet_signals()
+        write_text_atomic(opts.folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return lines + _closing(opts, entries)
+
+
+def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
+              ) -> list[str]:
+    work = opts.work / entry.slug
+    if opts.bundle_path(entry).exists():
+        bundle.restore_bundle(opts.bundle_path(entry), work)
+    print(f"campaign: {entry.id} on {opts.device_kind} ({deadline.left() / 60:.1f} min "
+          f"left; full cost {entry.cost(opts.device_kind):g} min)", flush=True)
+    try:
+        outcome = run_cell(entry, work, deadline, **opts.overrides)
+    except KeyboardInterrupt:  # a signal between programs: nothing unsaved
+        outcome = CellOutcome(False, 0, 0, deadline.epochs, 0.0, stopped="interrupted")
+    _quiet_signals()
+    _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
+    lines = [f"{entry.id}: {'finished' if outcome.finished else 'unfinished'} "
+             f"({outcome.programs_done} of {outcome.programs} program(s), {outcome.epochs} "
+             f"epoch(s) in {outcome.seconds / 60:.1f} min" + (f"; {outcome.stopped}" if
+                                                            outcome.stopped else "") + ")"]
+    lines += _finish_cell(entry, outcome, opts, work)
+    _install_signals()  # back to stopping cleanly
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    print("\n".join(lines), flush=True)
+    return lines
+
+
+def _epoch_cap(entry: Entry, opts: Options) -> int:
+    from swan_jax.experiments.campaign.runner import cell_config
+
+    return int(cell_config(entry, opts.work / entry.slug, **opts.overrides)[1].epochs)
+
+
+def _closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
+    from swan_jax.experiments.results_md import render
+
+    lines = render(opts.reproductions, opts.reproductions.parent / "RESULTS.md") if (
+        opts.render) else []
+    return lines + remaining(entries, opts)
+
+
+def remaining(entries: Sequence[Entry], opts: Options) -> list[str]:
+    """What is left of the plan and its estimated cost on this device kind."""
+    state = read_state(opts)
+    runs = gather._runs(opts.reproductions)
+    left = [e for e in entries if e.runnable and not gather.is_done(e, opts.reproductions,
+                                                                     runs)]
+    blocked = [e for e in entries if not e.runnable]
+    total = sum(remaining_minutes(e, opts, state) for e in left)
+    lines = [f"remaining: {len(left)} runnable cell(s), about {total / 60:.1f} h on "
+             f"{opts.device_kind}; {len(blocked)} cell(s) not runnable yet "
+             f"(waiting, needing code, or not implemented)"]
+    for e in left[:10]:
+        lines.append(f"  {e.id}: {remaining_minutes(e, opts, state):.1f} min"
+                     + (" (under way)" if _under_way(e, opts) else ""))
+    if len(left) > 10:
+        lines.append(f"  ... and {len(left) - 10} more")
+    return lines

@@ -1,0 +1,155 @@
+"""Train one campaign cell until it is done or the deadline comes, never past a save.
+
+A cell is one sweep (`Experiment.plan` of its configuration: one or more programs) in
+its own work folder, always with `resume`: whatever was checkpointed there (by an
+earlier call, or a restored bundle) continues. The public pieces of
+`swan_jax.experiments.sweep` do the work (`train_program`, `program_record`,
+`write_outputs`); what is added is the stop: before each program there must be time for
+its first (compiling) epoch, and after each epoch `Deadline.on_epoch_end` stops training
+once another epoch would not fit. It stops by raising `KeyboardInterrupt` inside the
+loop, which saves the completed epoch and raises `TrainingInterrupted` (an interrupted
+run resumes bit-identically).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from swan_jax.experiments.campaign.plan import Entry
+
+EXPERIMENT_MODULES = {"transfer": "transfer", "graphprop": "graphprop", "lrgb": "lrgb",
+                      "node_classification": "node_classification"}
+
+
+class StopCampaign(KeyboardInterrupt):
+    """Raised inside the training loop when the budget is spent (after a save)."""
+
+
+@dataclasses.dataclass
+class Deadline:
+    """When to stop: `deadline` (a `time.monotonic()` value), with `margin` seconds kept
+    for collecting and bundling. `max_epochs` (tests): stop after that many epochs."""
+
+    deadline: float
+    margin: float = 30.0
+    max_epochs: int | None = None
+    clock: Callable[[], float] = time.monotonic
+    report_seconds: float = 120.0  # a progress line at most this often
+    epochs: int = 0
+    label: str = ""  # the program under way and its epoch cap (progress lines)
+    cap: int = 0
+    _last: float | None = None
+    _reported: float = -float("inf")
+
+    def left(self) -> float:
+        return self.deadline - self.margin - self.clock()
+
+    def start_program(self, first_epoch_seconds: float) -> bool:
+        """Whether a program may start: its first epoch (compiling) must fit."""
+        self._last = self.clock()
+        return self.left() > first_epoch_seconds and not self.spent_epochs()
+
+    def spent_epochs(self) -> bool:
+        return self.max_epochs is not None and self.epochs >= self.max_epochs
+
+    def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
+        """Called after each epoch, before its save: stop when another epoch (1.5x this
+        one) would not fit. The loop saves the completed epoch on the way out."""
+        now = self.clock()
+        took = now - (self._last if self._last is not None else now)
+        self._last = now
+        self.epochs += 1
+        if now - self._reported >= self.report_seconds:
+            self._reported = now
+            eta = (self.cap - epoch - 1) * took
+            print(f"  {self.label}: epoch {epoch + 1} of at most {self.cap}, {took:.2f} s per "
+                  f"epoch, program ETA {eta / 60:.1f} min (less with early stopping), "
+                  f"budget left {self.left() / 60:.1f} min", flush=True)
+        if self.spent_epochs() or self.left() < 1.5 * took:
+            raise StopCampaign
+
+
+def experiment(name: str):
+    if name not in EXPERIMENT_MODULES:
+        raise ValueError(f"experiment {name!r} is not one the campaign runs "
+                         f"({', '.join(EXPERIMENT_MODULES)})")
+    module = importlib.import_module(f"swan_jax.experiments.{EXPERIMENT_MODULES[name]}")
+    return module.EXPERIMENT
+
+
+def _as_field(cls, name: str, value: Any) -> Any:
+    """A plan value as the configuration field wants it (TOML lists -> tuples)."""
+    hint = str(typing.get_type_hints(cls).get(name, ""))
+    if value == "none":
+        return None
+    if isinstance(value, list) and "tuple" in hint:
+        return tuple(value)
+    return value
+
+
+def cell_config(entry: Entry, work: Path, **overrides: Any):
+    """(experiment, configuration) of a plan cell run in `work` (always resumable): the
+    experiment's packaged protocol, then the plan's changes (its grid axes replace the
+    packaged ones axis by axis)."""
+    exp = experiment(entry.experiment)
+    base = exp.default_config()
+    changes = {k: _as_field(exp.Config, k, v) for k, v in entry.config.items() if k != "grid"}
+    grid = {**base.grid, **{k: tuple(v) for k, v in (entry.config.get("grid") or {}).items()}}
+    changes.update(grid=grid, results_dir=work, checkpoint_dir=work / "checkpoints",
+                   resume=True, overwrite=False, progress=False, **overrides)
+    return exp, exp.default_config(**changes)
+
+
+@dataclasses.dataclass
+class CellOutcome:
+    """What one call did to a cell."""
+
+    finished: bool
+    programs: int
+    programs_done: int
+    epochs: int
+    seconds: float
+    cells: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    stopped: str = ""
+
+
+def run_cell(entry: Entry, work: Path, deadline: Deadline, *, first_epoch_seconds: float = 60.0,
+             **overrides: Any) -> CellOutcome:
+    """Train the cell's programs not yet done, in order, until done or out of time."""
+    from swan_jax.cli import ResultsFile
+    from swan_jax.experiments import sweep
+    from swan_jax.train import TrainingInterrupted
+
+    started = time.monotonic()
+    exp, cfg = cell_config(entry, work, **overrides)
+    sweep.check_outputs(cfg)
+    results = ResultsFile(work / "results.json", resume=True)
+    cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
+    programs = exp.plan(cfg, cells)
+    todo = [p for p in programs if not results.done(sweep.done_key(cfg, p))]
+    splits, stopped = None, ""
+    for program in todo:
+        if not deadline.start_program(first_epoch_seconds):
+            stopped = "no time for another program"
+            break
+        splits = splits if splits is not None else exp.load_data(cfg, program.cell)
+        deadline.label, deadline.cap = f"{entry.id} {program.name}", int(cfg.epochs)
+        try:
+            result = sweep.train_program(exp, cfg, program, splits,
+                                         on_epoch_end=deadline.on_epoch_end)
+        except TrainingInterrupted:
+            stopped = "budget spent (stopped after a checkpoint)"
+            break
+        results.add(sweep.program_record(exp, cfg, program, result, splits))
+    done = sum(results.done(sweep.done_key(cfg, p)) for p in programs)
+    finished = done == len(programs) and not skipped
+    summaries = sweep.write_outputs(exp, cfg, results, programs, skipped) if finished else []
+    return CellOutcome(finished=finished, programs=len(programs), programs_done=done,
+                       epochs=deadline.epochs, seconds=time.monotonic() - started,
+                       cells=summaries, stopped=stopped or ("; ".join(skipped)))

@@ -1,0 +1,150 @@
+"""The reproduction campaign: the plan, the budget stop, resume bundles, collection.
+
+Tiny sizes on the CPU (16 training graphs, width 8, a few epochs): each test trains at
+most a few seconds after compiling.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from swan_jax.experiments.campaign import bundle, gather, loop, plan
+from swan_jax.experiments.campaign.defaults import HEADER, default_entries
+from swan_jax.experiments.campaign.runner import Deadline, cell_config
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {"sizes": [16, 8, 8], "hidden": 8, "seeds": [0, 1], "epochs": 6, "patience": "none",
+        "grid": {"epsilon": [0.5], "beta": [1.0], "adjacency": ["sym"]}}
+
+
+def _entry(model: str = "swan", **config) -> plan.Entry:
+    return plan.Entry(id=f"transfer/line/3/{model}", experiment="transfer", table="Fig. 3",
+                      priority=1, status="runnable",
+                      config={"topologies": ["line"], "distances": [3], "models": [model],
+                              **TINY, **config},
+                      cost_minutes={"cpu-2core": 1.0})
+
+
+def _setup(tmp_path: Path, entries: list[plan.Entry], name: str) -> loop.Options:
+    root = tmp_path / name / "reproductions"
+    (root / "transfer").mkdir(parents=True)
+    shutil.copy(REPO / "reproductions" / "paper_values.json", root)
+    shutil.copy(REPO / "reproductions" / "transfer" / "authors_figure_values.json",
+                root / "transfer")
+    plan_file = root / "campaign" / "plan.toml"
+    plan_file.parent.mkdir(parents=True)
+    plan_file.write_text(plan.dump_plan(entries, "test plan"))
+    return loop.Options(plan=plan_file, reproductions=root, work=tmp_path / name / "work",
+                        budget_minutes=30, margin_seconds=0, render=False)
+
+
+def _collected(opts: loop.Options) -> dict:
+    return json.loads((opts.reproductions / "campaign-transfer" / "results.json").read_text())
+
+
+# ============================================================================ the plan
+
+
+def test_the_plan_file_round_trips_and_the_committed_one_covers_the_paper():
+    entries = default_entries(REPO / "reproductions")
+    text = plan.dump_plan(entries, HEADER)
+    committed = plan.load_plan(REPO / "reproductions" / "campaign" / "plan.toml")
+    assert sorted(committed, key=lambda e: e.id) == sorted(entries, key=lambda e: e.id)
+    assert (REPO / "reproductions" / "campaign" / "plan.toml").read_text() == text
+    transfer = [e for e in committed if e.experiment == "transfer"]
+    assert len(transfer) == 84  # 3 topologies x 4 k x 7 models, GPS included
+    assert {e.status for e in transfer if e.id.endswith("/gps")} == {"not implemented"}
+    assert [e.priority for e in committed] == sorted(e.priority for e in committed)
+    for entry in committed:  # every runnable cell builds a valid configuration
+        if entry.runnable:
+            _, cfg = cell_config(entry, Path("unused"))
+            assert cfg.resume and cfg.epochs >= 100
+            assert set(entry.cost_minutes) == set(plan.DEVICE_KINDS)
+
+
+def test_a_bad_plan_is_named(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text('[[cell]]\nid = "a"\nexperiment = "transfer"\npriority = 1\n'
+                    'status = "soon"\n')
+    with pytest.raises(plan.PlanError, match="status 'soon'"):
+        plan.load_plan(path)
+    with pytest.raises(plan.PlanError, match="no such plan file"):
+        plan.load_plan(tmp_path / "missing.toml")
+
+
+def test_a_cell_collected_at_the_paper_protocol_counts_as_done():
+    entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
+    root = REPO / "reproductions"
+    assert gather.is_done(entries["transfer/line/10/swan"], root)  # the H200 run
+    assert not gather.is_done(entries["transfer/line/10/adgn"], root)  # CPU run: reduced
+
+
+# ============================================================== stop, bundle, resume
+
+
+class FifteenSecondEpochs(Deadline):
+    """A deadline on a fake clock that every epoch moves 15 s on."""
+
+    now = 0.0
+
+    def left(self):
+        self.clock = lambda: self.now
+        return super().left()
+
+    def on_epoch_end(self, epoch, record):
+        self.now += 15.0
+        super().on_epoch_end(epoch, record)
+
+
+def test_a_budget_stop_then_a_bundle_on_a_fresh_machine_ends_bit_identical(tmp_path):
+    entry = _entry("swan")
+    whole = _setup(tmp_path, [entry], "whole")
+    loop.run_campaign(whole)
+    cut = _setup(tmp_path, [entry], "cut")
+    lines = loop.run_campaign(cut, deadline=FifteenSecondEpochs(80.0, margin=0.0))
+    assert any("unfinished" in line for line in lines)
+    # 80 s: 60 kept for the first epoch, then 15 s per epoch: the 4th epoch is the last
+    # (saved on the way out; a loop that does not save it keeps the 3rd)
+    folder = next((cut.work / entry.slug / "checkpoints").rglob("run.json")).parent
+    steps = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+    assert steps[-1] in (3, 4)
+    path = cut.bundle_path(entry)
+    meta = bundle.read_meta(path)
+    assert meta["programs"][0]["epoch"] == steps[-1]
+    assert len(meta["programs"][0]["history"].splitlines()) == steps[-1]
+    assert path.stat().st_size < bundle.MAX_MB * 2 ** 20
+    assert not (cut.reproductions / "campaign-transfer").exists()
+    state = json.loads((cut.folder / "state.json").read_text())
+    assert state["cells"][entry.id]["status"] == "under way"
+    _same_arrays_after_restore(path, folder, steps[-1], tmp_path / "fresh")
+
+    shutil.rmtree(cut.work)  # a new machine: only the committed files
+    lines = loop.run_campaign(cut)
+    assert any("finished" in line for line in lines)
+    assert not path.exists()  # removed once the cell is collected
+    a, b = _collected(whole), _collected(cut)
+    assert a["cells"][0]["per_seed"] == b["cells"][0]["per_seed"]
+    assert [r["runs"] for r in a["records"]] == [r["runs"] for r in b["records"]]
+    assert gather.is_done(entry, cut.reproductions)
+    assert "remaining: 0 runnable" in loop.remaining([entry], cut)[0]
+
+
+def _same_arrays_after_restore(path: Path, folder: Path, epoch: int, fresh: Path) -> None:
+    """The bundle restores the checkpoint's arrays and JSON exactly."""
+    before, meta_before = bundle._read_checkpoint(folder, epoch)
+    meta = bundle.restore_bundle(path, fresh)
+    after, meta_after = bundle._read_checkpoint(fresh / meta["programs"][0]["folder"], epoch)
+    flat_a, flat_b = {}, {}
+    bundle._skeleton(before, "x", flat_a)
+    bundle._skeleton(after, "x", flat_b)
+    assert flat_a.keys() == flat_b.keys() and len(flat_a) > 10
+    for key in flat_a:
+        np.testing.assert_array_equal(flat_a[key], flat_b[key])
+    assert meta_before == meta_after
+    with pytest.raises(bundle.BundleError, match="not a campaign bundle"):
+        bundle.read_meta(fresh / meta["programs"][0]["folder"] / "run.json")
