@@ -287,7 +287,8 @@ def test_a_step_that_cannot_fit_in_free_memory_is_refused_before_compiling(monke
             train(model_fn, data, TrainConfig(epochs=1, batch_size=16, progress=False), GRID)
     # A fresh process compiles a few eager helpers (placing arrays, dtype conversions) on
     # its first batch; what must not compile is initialisation, the step or prediction.
-    program = {"jit(init_one)", "jit(step_one)", "jit(predict_one)"}
+    # (the device pipeline's step and prediction are `_train_chunk` and `_eval_split`)
+    program = {"jit(init_one)", "jit(_train_chunk)", "jit(_eval_split)"}
     assert not program & set(counter.compiled), counter.compiled
     monkeypatch.setattr(_memory, "free_memory_bytes", lambda: None)  # memory unknown: runs
     with CompileCounter() as control:
@@ -300,28 +301,23 @@ def test_ctrl_c_says_which_epochs_are_checkpointed_and_resume_says_where_it_cont
     from swan_jax.train import TrainingInterrupted, _loop
 
     data = splits(line_swap_dataset())
-    real_epoch = _loop.run_epoch
+    real_epoch = _loop.train_epoch
     calls = []
 
-    def interrupted_in_the_third_epoch(step, state, hp, batches, to_device):
+    def interrupted_in_the_third_epoch(pipeline, state, hp, epoch, on_steps):
         calls.append(1)
         if len(calls) == 3:
-            source = iter(batches)
+            on_steps(1)  # a step of the third epoch, then Ctrl-C
+            raise KeyboardInterrupt
+        return real_epoch(pipeline, state, hp, epoch, on_steps)
 
-            def stop_mid_epoch():
-                yield next(source)  # one step of the third epoch, then Ctrl-C
-                raise KeyboardInterrupt
-
-            batches = stop_mid_epoch()
-        return real_epoch(step, state, hp, batches, to_device)
-
-    monkeypatch.setattr(_loop, "run_epoch", interrupted_in_the_third_epoch)
+    monkeypatch.setattr(_loop, "train_epoch", interrupted_in_the_third_epoch)
     cfg = TrainConfig(epochs=4, batch_size=4, checkpoint_dir=str(tmp_path), progress=False,
                       description="swap")
     with pytest.raises(TrainingInterrupted) as err:
         train(model_fn, data, cfg, GRID[:1])
     assert (err.value.epochs_done, err.value.checkpoint_dir) == (2, str(tmp_path))
-    monkeypatch.setattr(_loop, "run_epoch", real_epoch)
+    monkeypatch.setattr(_loop, "train_epoch", real_epoch)
     first_session = json.loads((tmp_path / "2" / "meta" / "metadata").read_text())["wall_time"]
     capsys.readouterr()
     resumed = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "resume": True}), GRID[:1])
@@ -336,13 +332,13 @@ def test_the_first_epochs_step_bar_has_a_total(monkeypatch):
     from swan_jax.train import _progress
 
     totals = []
-    real = _progress.Progress.steps
+    real = _progress.Progress.step_bar
 
-    def spy(self, batches, epoch, total):
+    def spy(self, epoch, total):
         totals.append(total)
-        return real(self, batches, epoch, total)
+        return real(self, epoch, total)
 
-    monkeypatch.setattr(_progress.Progress, "steps", spy)
+    monkeypatch.setattr(_progress.Progress, "step_bar", spy)
     data = splits(line_swap_dataset())  # 16 training graphs, 4 per step
     train(model_fn, data, TrainConfig(epochs=2, batch_size=4, progress=True), GRID[:1])
     assert totals == [4, 4]

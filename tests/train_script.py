@@ -47,7 +47,8 @@ GRID = ({"epsilon": 0.1, "beta": 1.0}, {"epsilon": 0.5, "beta": -1.0})
 def main(argv: list[str]) -> None:
     checkpoint_dir, out, epochs = argv[0], argv[1], int(argv[2])
     cfg = TrainConfig(epochs=epochs, batch_size=4, seeds=(0, 1), checkpoint_dir=checkpoint_dir,
-                      resume="--resume" in argv, progress=False)
+                      resume="--resume" in argv, progress=False,
+                      checkpoint_seconds=0)  # every epoch: the test kills it mid-run
     result = train(model_fn, splits(line_swap_dataset()), cfg, GRID)
     leaves = [np.asarray(x).tolist() for x in jax.tree_util.tree_leaves(result.best_params)]
     with open(out, "w") as f:

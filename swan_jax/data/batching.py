@@ -93,7 +93,7 @@ def _round_up(value: float, multiple: int = ROUND_TO) -> int:
     return int(math.ceil(value / multiple) * multiple)
 
 
-class _DataClosure(NamedTuple):
+class DataClosure(NamedTuple):
     """A data set's closure slots (global node ids), cut per graph by `slot_offsets`."""
 
     slots: Closure
@@ -102,7 +102,7 @@ class _DataClosure(NamedTuple):
     pairs: np.ndarray  # [G] listed pairs per graph
 
 
-def _closure(dataset: GraphDataset) -> _DataClosure:
+def data_closure(dataset: GraphDataset) -> DataClosure:
     """The closure of every graph of a data set, computed once (cached on it)."""
     cached = dataset.__dict__.get("_swan_closure")
     if cached is not None:
@@ -114,7 +114,7 @@ def _closure(dataset: GraphDataset) -> _DataClosure:
     slot_graph = node_graph[slots.owner]
     per_graph = np.bincount(slot_graph, minlength=len(dataset))
     pairs = np.bincount(slot_graph[slots.forward > 0], minlength=len(dataset))
-    result = _DataClosure(slots, np.concatenate([[0], np.cumsum(per_graph)]),
+    result = DataClosure(slots, np.concatenate([[0], np.cumsum(per_graph)]),
                           slots.degree(total), pairs)
     dataset.__dict__["_swan_closure"] = result
     return result
@@ -123,7 +123,7 @@ def _closure(dataset: GraphDataset) -> _DataClosure:
 def _batch_closure(dataset: GraphDataset, graphs: np.ndarray, padding_edges: int) -> Closure:
     """The closure of a batch of `graphs` (cut from the data set's, relabelled), plus the
     padding node's self-loops."""
-    data = _closure(dataset)
+    data = data_closure(dataset)
     offsets, node_offsets = data.slot_offsets, dataset.node_offsets
     rows = np.concatenate([np.arange(offsets[g], offsets[g + 1]) for g in graphs]
                           + [np.zeros(0, np.int64)])
@@ -146,7 +146,7 @@ def graph_sizes(dataset: GraphDataset, slot_width: int | None) -> GraphSizes:
     if slot_width is None:
         zeros = np.zeros(len(dataset), np.int64)
         return GraphSizes(dataset.n_node, dataset.n_edge, zeros, zeros)
-    degree, pairs = _closure(dataset)[2:]
+    degree, pairs = data_closure(dataset)[2:]
     node_graph = np.repeat(np.arange(len(dataset)), dataset.n_node)
     overflow = np.bincount(node_graph, weights=overflow_rows(degree, slot_width),
                            minlength=len(dataset)).astype(np.int64)
@@ -188,7 +188,7 @@ def budget_for(datasets: GraphDataset | list[GraphDataset], batch_size: int,
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if prepared and slot_width is None:
-        slot_width = choose_slot_width(np.concatenate([_closure(d).degree for d in datasets]))
+        slot_width = choose_slot_width(np.concatenate([data_closure(d).degree for d in datasets]))
     sizes = [graph_sizes(d, slot_width if prepared else None) for d in datasets]
     stacked = GraphSizes(*(np.concatenate(parts).astype(np.int64) for parts in zip(*sizes,
                                                                                     strict=True)))

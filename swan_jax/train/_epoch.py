@@ -1,33 +1,15 @@
-"""One epoch of training, and the divergence checks that follow it."""
+"""The divergence checks that follow an epoch, and the message every divergence gives."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from swan_jax.train._state import RunState
 
 Run = tuple[Mapping[str, Any], int]  # (grid point, seed)
-
-
-def run_epoch(step, state: RunState, hp, batches: Iterable, to_device: Callable
-              ) -> tuple[RunState, np.ndarray]:
-    """Every step of one epoch for every active run: the new state and losses `[steps, runs]`.
-
-    A run's loss is NaN on a step whose loss or gradient was not finite (its state was
-    kept as it was before that step).
-    """
-    active = jnp.asarray(~state.stopped)
-    params, opt_state, losses = state.params, state.opt_state, []
-    for batch in batches:
-        params, opt_state, loss = step(params, opt_state, hp, to_device(batch), active)
-        losses.append(loss)
-    losses = np.stack([np.asarray(x) for x in losses])
-    return dataclasses.replace(state, params=params, opt_state=opt_state), losses
 
 
 def divergence_message(what: str, epoch: int, step: int | None, run: int,

@@ -95,7 +95,7 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: 
     weighted = metric in GRAPH_MEAN_METRICS
     if weighted and level != "node":
         raise ValueError(f"metric {metric!r} scores node rows; task level is {level!r}")
-    preds, targets, weights = [], [], []
+    preds, targets, weights = [], [], []  # per batch, real rows only
     for batch in batches:
         target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask)
         real = np.asarray(mask).reshape(-1)
@@ -103,10 +103,48 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: 
         targets.append(np.asarray(target)[real])
         if weighted:
             weights.append(_row_weights(batch)[real])
-    pred, target = np.concatenate(preds, axis=1), np.concatenate(targets)
-    if weighted:
-        fn = functools.partial(GRAPH_MEAN_METRICS[metric][0], weight=np.concatenate(weights))
+    weight = np.concatenate(weights) if weighted else None
+    return score_runs(np.concatenate(preds, axis=1), np.concatenate(targets), metric, weight)
+
+
+def score_runs(pred: np.ndarray, target: np.ndarray, metric: str,
+               weight: np.ndarray | None = None) -> tuple[list[float], np.ndarray]:
+    """Per run: the metric of `pred [runs, rows, T]` against `target [rows, T']` (the
+    real rows only; `weight [rows]` for the graph-mean metrics), and whether it was finite."""
+    if metric in GRAPH_MEAN_METRICS:
+        fn = functools.partial(GRAPH_MEAN_METRICS[metric][0], weight=weight)
     else:
         fn = METRIC_FNS[metric][0]
     finite = np.asarray([np.all(np.isfinite(p)) for p in pred])
     return [fn(pred[r], target) if finite[r] else math.nan for r in range(len(pred))], finite
+
+
+# Metrics the device pipeline reduces on the device (sums of errors, never the predictions
+# copied); the others (average precision, F1, ROC AUC, accuracy) score on the host.
+DEVICE_METRICS = ("mse", "log10_mse", "mae", "graph_mean_log10_mse")
+
+
+def metric_sums(pred, target, mask, n_node, metric: str):
+    """`(numerator [runs], denominator [])` of a `DEVICE_METRICS` metric on one batch
+    (traceable). `pred [runs, rows, T]`, `target [rows, T]`, `mask [rows]`, `n_node [graphs]`
+    (the batch's, padding graph included: the graph-mean weights)."""
+    import jax.numpy as jnp
+
+    diff = pred - target[None]
+    err = jnp.abs(diff) if metric == "mae" else diff * diff
+    if metric in GRAPH_MEAN_METRICS:
+        rows = mask.shape[0]
+        graph = jnp.searchsorted(jnp.cumsum(n_node), jnp.arange(rows), side="right")
+        weight = jnp.where(mask, 1.0 / jnp.maximum(n_node[jnp.minimum(graph, len(n_node) - 1)],
+                                                   1), 0.0)
+        return jnp.sum(weight * jnp.mean(err, axis=2), axis=1), jnp.sum(weight)
+    return (jnp.sum(jnp.where(mask[None, :, None], err, 0.0), axis=(1, 2)),
+            jnp.sum(mask) * err.shape[2])
+
+
+def finish_sums(numerator: np.ndarray, denominator: np.ndarray, finite: np.ndarray,
+                metric: str) -> tuple[list[float], np.ndarray]:
+    """Per run: the metric from `metric_sums` added over batches (float64 on the host)."""
+    mean = np.asarray(numerator, np.float64) / max(float(denominator), 1e-30)
+    values = [math.log10(max(m, 1e-30)) if "log10" in metric else float(m) for m in mean]
+    return [v if ok else math.nan for v, ok in zip(values, finite, strict=True)], finite

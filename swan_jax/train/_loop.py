@@ -33,8 +33,8 @@ from swan_jax.train._config import (
     TrainingInterrupted,
     TrainResult,
 )
-from swan_jax.train._epoch import divergence_message, loss_divergence, run_epoch
-from swan_jax.train._evaluate import evaluate, metric_mode
+from swan_jax.train._epoch import divergence_message, loss_divergence
+from swan_jax.train._evaluate import metric_mode
 from swan_jax.train._folder import ProgramFolder, fingerprint
 from swan_jax.train._optim import (
     epoch_learning_rates,
@@ -42,6 +42,7 @@ from swan_jax.train._optim import (
     stack_hparams,
     step_plateau,
 )
+from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement
 from swan_jax.train._progress import Progress
 from swan_jax.train._splits import Split, prepare_splits
@@ -53,7 +54,7 @@ from swan_jax.train._state import (
     mark_diverged,
     record_epoch,
 )
-from swan_jax.train._step import make_predict, make_train_step
+from swan_jax.train._step import predict_function, step_function
 
 
 @dataclasses.dataclass
@@ -64,6 +65,11 @@ class _Log:
     timings: list[dict[str, float]] = dataclasses.field(default_factory=list)
     past_wall: float = 0.0  # seconds of earlier sessions of a resumed run
     saved_epochs: int = 0
+    # epochs trained since the last checkpoint, whose history lines wait for the next save
+    # (history.jsonl never runs ahead of the newest checkpoint)
+    pending: list[tuple[dict[str, Any], dict[str, float]]] = dataclasses.field(
+        default_factory=list)
+    last_save: float = dataclasses.field(default_factory=time.perf_counter)
 
 
 class _Program:
@@ -79,23 +85,20 @@ class _Program:
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)
-        self.eval_batches = {
-            name: [self.place.batch(b)
-                   for b in self.place.batches(data, self.batch_size, self.budget)]
-            for name, data in self.data.items() if name != "train"}
         self.example = jax.tree_util.tree_map(
             jnp.asarray, next(iterate_batches(self.data["train"], self.shard_size, self.budget)))
-        self.step = make_train_step(model_fn, cfg, self.place, split_mask=self.split_mask)
-        self.predict = make_predict(model_fn, self.place)
-
-    def train_batches(self, epoch: int):
-        rng = np.random.default_rng([self.cfg.data_seed, epoch])
-        return self.place.batches(self.data["train"], self.batch_size, self.budget, rng)
+        self.setup = Setup(self.data, self.batch_size, self.budget, self.place,
+                           step_function(model_fn, cfg, self.place, split_mask=self.split_mask),
+                           predict_function(model_fn, self.place), metric=cfg.metric,
+                           level=cfg.task_level, split_mask=self.split_mask,
+                           data_seed=cfg.data_seed)
+        self.pipeline = None  # chosen after the memory check (`_initial_state`)
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
-        return evaluate(self.predict, params, hp, self.eval_batches[split], self.cfg.metric,
-                        self.cfg.task_level, sharded=self.place.sharded,
-                        split_mask=self.split_mask)
+        return self.pipeline.evaluate(params, hp, split)
+
+    def has_split(self, split: str) -> bool:
+        return split in self.data
 
     def diverged(self, state: RunState, bad: Mapping[int, int | None], what: str, epoch: int,
                  folder: ProgramFolder) -> RunState:
@@ -108,6 +111,13 @@ class _Program:
                 what, epoch, step, run, self.runs,
                 self.cfg.checkpoint_dir if folder.saves else None))
         return mark_diverged(state, np.isin(np.arange(state.num_runs), list(bad)))
+
+
+def train_epoch(pipeline, state: RunState, hp, epoch: int, on_steps
+                ) -> tuple[RunState, np.ndarray]:
+    """Every step of `epoch` for every active run: the new state and losses `[steps, runs]`
+    (NaN where a step's loss or gradient was not finite; that run kept its state)."""
+    return pipeline.train_epoch(state, hp, epoch, on_steps)
 
 
 def _capped_batch_size(cfg: TrainConfig, train_graphs: int) -> int:
@@ -135,6 +145,7 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
                                   prog.budget)
     params, opt_state = init()
     prog.hp = prog.place.state(prog.hp)
+    prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
 
 
@@ -153,18 +164,21 @@ def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState
 
 
 def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
-           progress: Progress, steps: int | None):
+           progress: Progress):
     """Train one epoch, stop diverged runs, evaluate, update early stopping and plateau."""
     cfg, started = prog.cfg, time.perf_counter()
     rates = epoch_learning_rates(cfg, prog.hp, state.plateau, epoch)
     hp = prog.hp if rates is None else {**prog.hp, "learning_rate": rates}
-    batches = progress.steps(prog.train_batches(epoch), epoch, steps)
-    state, losses = run_epoch(prog.step, state, hp, batches, prog.place.batch)
+    bar = progress.step_bar(epoch, prog.pipeline.steps(epoch))
+    try:
+        state, losses = train_epoch(prog.pipeline, state, hp, epoch, bar)
+    finally:
+        bar.close()
     state = prog.diverged(state, loss_divergence(losses, state),
                           "training loss or gradient", epoch, folder)
     trained = time.perf_counter()
     scores = {}
-    for split in [s for s in ("val", "test") if s in prog.eval_batches
+    for split in [s for s in ("val", "test") if prog.has_split(s)
                   and (s == "val" or cfg.track_test)]:
         scores[split], finite = prog.evaluate(state.params, hp, split)
         bad = {r: None for r in np.flatnonzero(~finite & ~state.stopped)}
@@ -186,25 +200,64 @@ def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
 
 def _after_epoch(prog: _Program, state: RunState, record, timing, log: _Log,
                  folder: ProgramFolder, progress: Progress, started: float) -> None:
-    """Record the epoch, call the user's hook, checkpoint it, report it."""
+    """Record the epoch, call the user's hook, checkpoint when due, report it."""
     log.history.append(record)
     log.timings.append(timing)
+    log.pending.append((record, timing))
     if prog.cfg.on_epoch_end is not None:
         prog.cfg.on_epoch_end(record["epoch"], record)
     epoch = record["epoch"] + 1
+    if _save_due(prog.cfg, log, epoch, state, timing):
+        _save(prog, state, log, folder, started)
+    progress.epoch_done(record, state)
+    if _past_deadline(prog.cfg, epoch, state, timing):
+        raise TrainingInterrupted(log.saved_epochs,
+                                  prog.cfg.checkpoint_dir if folder.saves else None)
+
+
+def _save_due(cfg: TrainConfig, log: _Log, epoch: int, state: RunState, timing) -> bool:
+    """Every epoch with `checkpoint_seconds=0`; else when that long has passed since the
+    last save, at the last epoch, when every run has stopped, or before the deadline."""
+    return (cfg.checkpoint_seconds == 0 or epoch >= cfg.epochs or bool(state.stopped.all())
+            or time.perf_counter() - log.last_save >= cfg.checkpoint_seconds
+            or _past_deadline(cfg, epoch, state, timing))
+
+
+def _past_deadline(cfg: TrainConfig, epoch: int, state: RunState, timing) -> bool:
+    """Another epoch would end past `cfg.deadline` (and there is another to run)."""
+    if cfg.deadline is None or epoch >= cfg.epochs or state.stopped.all():
+        return False
+    last = timing["train_seconds"] + timing["eval_seconds"]
+    return time.time() + 1.5 * last > cfg.deadline
+
+
+def _save_completed(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
+                    started: float) -> None:
+    """On the way out of an error or Ctrl-C: save the last completed epoch if it is not yet
+    (`state` is that epoch's: nothing donates it)."""
+    if folder.saves and log.saved_epochs < len(log.history):
+        _save(prog, state, log, folder, started)
+
+
+def _save(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
+          started: float) -> None:
+    """Checkpoint the state after the newest epoch and append its pending history lines."""
+    epoch = len(log.history)
     folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
                                "wall_time": log.past_wall + time.perf_counter() - started})
     if folder.saves:
         log.saved_epochs = epoch
-    folder.append_history(record, timing)
-    progress.epoch_done(record, state)
+    for record, timing in log.pending:
+        folder.append_history(record, timing)
+    log.pending.clear()
+    log.last_save = time.perf_counter()
 
 
 def _result(prog: _Program, state: RunState, log: _Log, num_params: int,
             started: float) -> TrainResult:
     """Per run: best validation metric and epoch, validation and test at the best params."""
     n = state.num_runs
-    test = (prog.evaluate(state.best_params, prog.hp, "test")[0] if "test" in prog.eval_batches
+    test = (prog.evaluate(state.best_params, prog.hp, "test")[0] if prog.has_split("test")
             else [math.nan] * n)
     val_best = prog.evaluate(state.best_params, prog.hp, "val")[0]
     ran = epochs_run(state, len(log.history))
@@ -265,23 +318,30 @@ def train(
     state = dataclasses.replace(state, **prog.place.state(state.device_part()))
     progress = Progress(cfg, start_epoch)
     try:
-        steps = (sum(1 for _ in prog.train_batches(start_epoch))
-                 if progress.enabled else None)  # the first epoch's bar gets a total
         with clear_errors():  # the solver's own sentence first, not equinox's stack note
             for epoch in range(start_epoch, cfg.epochs):
                 if state.stopped.all():
                     break
-                state, record, timing = _epoch(prog, state, epoch, folder, progress, steps)
+                # `state` stays the last completed epoch's until `_epoch` returns (nothing
+                # donates it), so Ctrl-C can still save it
+                new, record, timing = _epoch(prog, state, epoch, folder, progress)
+                state = new
                 _after_epoch(prog, state, record, timing, log, folder, progress, started)
-                steps = timing["steps"]
+    except TrainingInterrupted:
+        raise
     except KeyboardInterrupt:
+        _save_completed(prog, state, log, folder, started)
         raise TrainingInterrupted(log.saved_epochs,
                                   cfg.checkpoint_dir if folder.saves else None) from None
     except SolverError as err:
+        _save_completed(prog, state, log, folder, started)
         kept = (f"epochs up to {log.saved_epochs} are checkpointed in {cfg.checkpoint_dir}"
                 if folder.saves and log.saved_epochs else "no epoch was checkpointed")
         raise SolverError(f"{err} ({cfg.description}: in epoch {len(log.history) + 1} of "
                           f"{cfg.epochs}; {kept})") from None
+    except TrainingDiverged:
+        _save_completed(prog, state, log, folder, started)
+        raise
     finally:
         progress.close()
         folder.close()

@@ -3,13 +3,28 @@ active runs), and the steps inside an epoch (with a total, counted before the ep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from swan_jax.train._config import TrainConfig
 from swan_jax.train._state import RunState
+
+
+class StepBar:
+    """The steps of one epoch (a no-op without a bar)."""
+
+    def __init__(self, bar):
+        self.bar = bar
+
+    def __call__(self, steps: int) -> None:
+        if self.bar is not None:
+            self.bar.update(steps)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 class Progress:
@@ -28,12 +43,13 @@ class Progress:
     def enabled(self) -> bool:
         return self.bar is not None
 
-    def steps(self, batches: Iterable, epoch: int, total: int | None) -> Iterable:
-        """`batches` with a step bar (long CPU epochs show they are moving)."""
+    def step_bar(self, epoch: int, total: int) -> StepBar:
+        """A step bar for one epoch (long CPU epochs show they are moving): call it with
+        the steps done since the last call, `close()` it at the end."""
         if self.bar is None:
-            return batches
-        return self._tqdm(batches, total=total, desc=f"epoch {epoch + 1}", unit="step",
-                          leave=False, dynamic_ncols=True)
+            return StepBar(None)
+        return StepBar(self._tqdm(total=total, desc=f"epoch {epoch + 1}", unit="step",
+                                  leave=False, dynamic_ncols=True))
 
     def epoch_done(self, record: Mapping[str, Any], state: RunState) -> None:
         if self.bar is None:

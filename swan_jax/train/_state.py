@@ -92,7 +92,7 @@ def select_runs(mask: Array, new: Any, old: Any) -> Any:
         lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
 
 
-_keep_best = jax.jit(select_runs, donate_argnums=(2,))
+_keep_best = jax.jit(select_runs)  # not donated: a Ctrl-C may still save the old state
 
 
 def improved_runs(state: RunState, metric: Sequence[float], mode: str) -> np.ndarray:

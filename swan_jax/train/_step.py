@@ -16,10 +16,21 @@ from swan_jax.train._placement import Placement, batch_targets
 
 def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None = None, *,
                     split_mask: bool = False):
-    """The jitted step of every run at once (what `train` runs; the benchmarks time it).
+    """The jitted step of every run at once (the host pipeline runs it; benchmarks time it).
+
+    See `step_function` for the signature; `params` and `opt_state` are donated.
+    """
+    return jax.jit(step_function(model_fn, cfg, place, split_mask=split_mask),
+                   donate_argnums=(0, 1))
+
+
+def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None = None, *,
+                  split_mask: bool = False):
+    """The (unjitted) step of every run at once, for `make_train_step` and for the device
+    pipeline's scanned epoch.
 
     `(params, opt_state, hp, batch, active) -> (params, opt_state, loss)`, all but `batch`
-    with a leading `[runs]` axis; `params` and `opt_state` are donated. A stopped run
+    with a leading `[runs]` axis. A stopped run
     (`active` False) or a non-finite loss or gradient leaves that run's state unchanged;
     the loss comes back NaN for a non-finite step. `hp["learning_rate"]` may change from
     call to call (schedules): it is an argument, not a constant.
@@ -44,12 +55,17 @@ def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None
         new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
         return new_p, new_o, jnp.where(finite, loss, jnp.nan)
 
-    return jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)), donate_argnums=(0, 1))
+    return jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
 
 
 def make_predict(model_fn: ModelFn, place: Placement):
     """Jitted `(params [runs], hp [runs], batch) -> predictions [runs, rows, T]`."""
+    return jax.jit(predict_function(model_fn, place))
+
+
+def predict_function(model_fn: ModelFn, place: Placement):
+    """The (unjitted) prediction of every run: `(params, hp, batch) -> [runs, rows, T]`."""
     def predict_one(p, h, batch: Batch):
         return place.apply(model_fn(h), p, batch.graph)
 
-    return jax.jit(jax.vmap(predict_one, in_axes=(0, 0, None)))
+    return jax.vmap(predict_one, in_axes=(0, 0, None))

@@ -1,0 +1,265 @@
+"""How an epoch reaches the device: two pipelines with one interface and the same batches.
+
+`DevicePipeline` places every split on the device once (`swan_jax.data.device`); the
+host only shuffles graph ids and packs them into budgets (`[steps, n_graph - 1]` int32 per
+epoch), and an epoch is a few jitted calls, each a `lax.scan` over up to `MAX_CHUNK` steps
+that gathers its batch on the device and trains on it. Losses stay on the device until
+the epoch ends. Evaluating a split is one call: a scan over its fixed batches that reduces
+the metric on the device where it can (`DEVICE_METRICS`) and otherwise returns the
+predictions once.
+
+`HostPipeline` builds batches with NumPy as before, but in a background thread that also
+copies them to the device, two steps ahead of the step that runs (double buffering). It
+serves `data_parallel` training and splits too large to place; a one-graph data set's
+batch is built and copied once, not every epoch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from swan_jax.data.batching import Budget, pack
+from swan_jax.data.dataset import GraphDataset
+from swan_jax.data.device import DeviceData, assemble, data_bytes, epoch_ids, host_data
+from swan_jax.train._evaluate import (
+    DEVICE_METRICS,
+    evaluate,
+    finish_sums,
+    metric_sums,
+    score_runs,
+)
+from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._state import RunState
+
+MAX_CHUNK = 64  # steps per device call: the step bar moves at least this often
+PLACE_SHARE = 0.25  # "auto" places the splits when they take at most this share of free memory
+
+
+class Setup:
+    """What both pipelines need: the splits, the budget and the step and prediction."""
+
+    def __init__(self, data: Mapping[str, GraphDataset], batch_size: int, budget: Budget,
+                 place: Placement, step_fn: Callable, predict_fn: Callable, *, metric: str,
+                 level: str, split_mask: bool, data_seed: int):
+        self.data, self.batch_size, self.budget, self.place = data, batch_size, budget, place
+        self.step_fn, self.predict_fn = step_fn, predict_fn
+        self.metric, self.level, self.split_mask = metric, level, split_mask
+        self.data_seed = data_seed
+
+    def rng(self, epoch: int) -> np.random.Generator:
+        return np.random.default_rng([self.data_seed, epoch])
+
+
+def choose_pipeline(kind: str, setup: Setup, free_bytes: int | None):
+    """The pipeline `kind` ("auto", "device", "host") names for `setup`.
+
+    Raises ValueError for "device" with `data_parallel` (the host pipeline shards).
+    """
+    if kind == "device" and setup.place.sharded:
+        raise ValueError("pipeline 'device' does not shard batches over devices; use "
+                         "pipeline 'host' (or 'auto') with data_parallel")
+    if kind == "auto":
+        need = sum(data_bytes(host_data(d, setup.budget)) for d in setup.data.values())
+        fits = free_bytes is None or need <= PLACE_SHARE * free_bytes
+        kind = "device" if fits and not setup.place.sharded else "host"
+    return DevicePipeline(setup) if kind == "device" else HostPipeline(setup)
+
+
+def _losses(chunks: list[tuple[jax.Array, np.ndarray]]) -> np.ndarray:
+    """`[steps, runs]` losses of an epoch's chunks (padding steps dropped)."""
+    return np.concatenate([np.asarray(loss)[ok] for loss, ok in chunks])
+
+
+class DevicePipeline:
+    """Every split on the device; an epoch is `ceil(steps / chunk)` scanned calls."""
+
+    name = "device"
+
+    def __init__(self, setup: Setup):
+        self.setup = setup
+        self.placed = {k: jax.device_put(host_data(d, setup.budget)) for k, d in
+                       setup.data.items()}
+        self.eval_ids = {k: jnp.asarray(epoch_ids(d, setup.budget, setup.batch_size))
+                         for k, d in setup.data.items() if k != "train"}
+        self.bytes = sum(data_bytes(d) for d in self.placed.values())
+        self._ids: dict[int, np.ndarray] = {}
+        self.chunk = None
+        # Nothing is donated: the state of the last completed epoch must survive a Ctrl-C
+        # inside the next one (the loop saves it); parameters are small next to a batch.
+        self._train = jax.jit(functools.partial(_train_chunk, setup.step_fn, setup.budget))
+        self._eval = jax.jit(functools.partial(
+            _eval_split, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
+            setup.metric if setup.metric in DEVICE_METRICS else None))
+
+    def epoch_ids(self, epoch: int) -> np.ndarray:
+        if epoch not in self._ids:
+            self._ids = {epoch: epoch_ids(self.setup.data["train"], self.setup.budget,
+                                          self.setup.batch_size, self.setup.rng(epoch))}
+        return self._ids[epoch]
+
+    def steps(self, epoch: int) -> int:
+        return len(self.epoch_ids(epoch))
+
+    def train_epoch(self, state: RunState, hp, epoch: int, on_steps: Callable[[int], None]
+                    ) -> tuple[RunState, np.ndarray]:
+        ids = self.epoch_ids(epoch)
+        if self.chunk is None:  # fixed once: one compilation for every epoch
+            self.chunk = math.ceil(len(ids) / math.ceil(len(ids) / MAX_CHUNK))
+        calls = math.ceil(len(ids) / self.chunk)
+        padded = np.full((calls * self.chunk, ids.shape[1]), ids.max(initial=0), np.int32)
+        padded[: len(ids)] = ids
+        ok = np.arange(len(padded)) < len(ids)
+        active = jnp.asarray(~state.stopped)
+        params, opt_state, chunks = state.params, state.opt_state, []
+        for c in range(calls):
+            part = slice(c * self.chunk, (c + 1) * self.chunk)
+            params, opt_state, loss = self._train(params, opt_state, hp, self.placed["train"],
+                                                  padded[part], ok[part], active)
+            chunks.append((loss, ok[part]))
+            on_steps(int(ok[part].sum()))
+        self.epoch_ids(epoch + 1)  # pack the next epoch while the device trains this one
+        state = state.replace(params=params, opt_state=opt_state)
+        return state, _losses(chunks)
+
+    def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
+        out = self._eval(params, hp, self.placed[split], self.eval_ids[split])
+        if self.setup.metric in DEVICE_METRICS:
+            numerator, denominator, finite = (np.asarray(x) for x in out)
+            return finish_sums(numerator.sum(0), denominator.sum(), finite.all(0),
+                               self.setup.metric)
+        pred, target, mask = (np.asarray(x) for x in out)
+        real = [m.astype(bool) for m in mask]
+        return score_runs(np.concatenate([p[:, r] for p, r in zip(pred, real, strict=True)],
+                                         axis=1),
+                          np.concatenate([t[r] for t, r in zip(target, real, strict=True)]),
+                          self.setup.metric)
+
+
+def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceData,
+                 ids, ok, active):
+    """`len(ids)` steps in one scan; padding steps (`ok` False) skip the step."""
+    def body(carry, step):
+        step_ids, real = step
+
+        def train(args):
+            return step_fn(*args[:2], hp, assemble(data, step_ids, budget), active)
+
+        def skip(args):
+            return args[0], args[1], jnp.full(active.shape, jnp.nan, jnp.float32)
+
+        p, o, loss = jax.lax.cond(real, train, skip, carry)
+        return (p, o), loss.astype(jnp.float32)
+
+    (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), (ids, ok))
+    return params, opt_state, losses
+
+
+def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric: str | None,
+                params, hp, data: DeviceData, ids):
+    """One scan over a split's batches: metric sums (`metric`) or predictions per batch."""
+    def body(_, step_ids):
+        batch = assemble(data, step_ids, budget)
+        pred = predict_fn(params, hp, batch)
+        target, mask = batch_targets(batch, level, split_mask=split_mask)
+        if metric is None:
+            return None, (pred, target, mask)
+        finite = jnp.all(jnp.isfinite(pred) | ~mask[None, :, None], axis=(1, 2))
+        numerator, denominator = metric_sums(pred, target, mask, batch.graph.n_node, metric)
+        return None, (numerator, denominator, finite)
+
+    return jax.lax.scan(body, None, ids)[1]
+
+
+class HostPipeline:
+    """NumPy batches built and copied in a background thread, two steps ahead."""
+
+    name = "host"
+    bytes = 0
+
+    def __init__(self, setup: Setup):
+        self.setup = setup
+        place = setup.place
+        self.eval_batches = {
+            k: [place.batch(b) for b in place.batches(d, setup.batch_size, setup.budget)]
+            for k, d in setup.data.items() if k != "train"}
+        self._train = jax.jit(setup.step_fn)  # no donation: see `DevicePipeline`
+        self._predict = jax.jit(setup.predict_fn)
+        self._cached: tuple[list, list] | None = None  # a one-group epoch's batches
+
+    def steps(self, epoch: int) -> int:
+        """Steps of `epoch`, counted by packing alone (no batch is built)."""
+        s, shards = self.setup, self.setup.place.num_shards
+        data = s.data["train"]
+        groups = pack(data, s.rng(epoch).permutation(len(data)),
+                      math.ceil(s.batch_size / shards), s.budget)
+        return math.ceil(len(groups) / shards)
+
+    def batches(self, epoch: int) -> Iterator:
+        """The epoch's device batches; a data set of one graph is copied only once."""
+        s = self.setup
+        if len(s.data["train"]) == 1:
+            if self._cached is None:
+                self._cached = [s.place.batch(b) for b in s.place.batches(
+                    s.data["train"], s.batch_size, s.budget, s.rng(epoch))]
+            return iter(self._cached)
+        source = s.place.batches(s.data["train"], s.batch_size, s.budget, s.rng(epoch))
+        return _prefetch(map(s.place.batch, source), depth=2)
+
+    def train_epoch(self, state: RunState, hp, epoch: int, on_steps: Callable[[int], None]
+                    ) -> tuple[RunState, np.ndarray]:
+        active = jnp.asarray(~state.stopped)
+        params, opt_state, losses = state.params, state.opt_state, []
+        for batch in self.batches(epoch):
+            params, opt_state, loss = self._train(params, opt_state, hp, batch, active)
+            losses.append(loss)
+            on_steps(1)
+        state = state.replace(params=params, opt_state=opt_state)
+        return state, np.stack([np.asarray(x) for x in losses])
+
+    def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
+        s = self.setup
+        return evaluate(self._predict, params, hp, self.eval_batches[split], s.metric,
+                        s.level, sharded=s.place.sharded, split_mask=s.split_mask)
+
+
+_DONE = object()
+
+
+def _prefetch(source: Iterator, depth: int) -> Iterator:
+    """`source`'s items, produced by a background thread up to `depth` ahead (errors are
+    re-raised in the consumer; abandoning the iterator stops the thread)."""
+    items: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce():
+        try:
+            for item in source:
+                while not stop.is_set():
+                    try:
+                        items.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(_DONE)
+        except BaseException as err:  # handed to the consumer
+            items.put(err)
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        while (item := items.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
