@@ -48,6 +48,7 @@ class Options:
     max_cell_minutes: float | None = None  # skip cells whose remaining cost is larger
     bundle_out: Path | None = None
     bundle_in: Sequence[Path] = ()
+    bundle_max_mb: float = bundle.MAX_MB
     render: bool = True
     margin_seconds: float = 30.0
     max_epochs: int | None = None  # tests: stop after this many epochs
@@ -156,7 +157,8 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
         return lines
     try:
         meta = bundle.write_bundle(work, opts.bundle_path(entry),
-                                   cell={"id": entry.id}, device_kind=opts.device_kind)
+                                   cell={"id": entry.id}, device_kind=opts.device_kind,
+                                   max_mb=opts.bundle_max_mb)
     except bundle.BundleError as err:
         return [f"{entry.id}: no bundle ({err})"]
     if opts.bundle_out is not None:

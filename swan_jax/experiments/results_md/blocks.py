@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -57,12 +58,6 @@ def devices(runs: Sequence[Run]) -> str:
     return ", ".join(dict.fromkeys(f"{device(r)} [{r.name}]" for r in runs)) or "no run"
 
 
-def short_departures(run: Run, paper: Mapping[str, Any]) -> str:
-    items = [short for short, _ in protocol.departures(run.config,
-                                                       paper.get("protocol") or {})]
-    return "; ".join(items) or "none"
-
-
 def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
               ) -> dict[tuple, list[tuple[Run, dict[str, Any]]]]:
     """Key -> every (run, cell summary) with that key, runs in folder order."""
@@ -93,13 +88,29 @@ def epochs_seeds(cell: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _in_progress_line(run: Run) -> str | None:
-    running = run.collected.get("in_progress") or []
+    """Programs without a record when collected (a folder whose program has a record had
+    finished: older collections listed those too)."""
+    finished = {r.get("program") for r in run.records}
+    running = [p for p in run.collected.get("in_progress") or []
+               if p.get("program") not in finished]
     if not running:
         return None
     items = [f"`{p['name']}` {p.get('epochs_done', 0)}/{p.get('epochs_cap')} epochs"
              for p in running[:8]]
     more = f" and {len(running) - 8} more" if len(running) > 8 else ""
     return "- In progress when collected (not in the tables): " + ", ".join(items) + more
+
+
+def _pooled_line(run: Run, paper: Mapping[str, Any]) -> str | None:
+    """For cells pooled over official splits: how many each row pools (the notes may
+    name the splits planned, not those finished)."""
+    planned = (paper.get("protocol") or {}).get("splits")
+    counts = [(model_name(c), len(c.get("per_seed") or [])) for c in run.cells
+              if any("split" in s for s in c.get("per_seed") or [])]
+    if not counts or not planned:
+        return None
+    return ("- Splits pooled in the table (finished programs only): "
+            + ", ".join(f"{m} {n} of {planned}" for m, n in counts))
 
 
 def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
@@ -128,6 +139,8 @@ def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
         lines.append(f"- results.json: {run.results['stub']}")
     running = _in_progress_line(run)
     lines += [running] if running else []
+    pooled = _pooled_line(run, paper)
+    lines += [pooled] if pooled else []
     found = [long for _, long in protocol.departures(cfg, paper.get("protocol") or {})]
     lines.append("- Departures from the paper's protocol: " + (
         "; ".join(found) if found else "none found in the configuration"
@@ -141,3 +154,99 @@ def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
                      + "; ".join(run.results["not_run"]))
     lines += [f"- Problem: {p}" for p in run.problems]
     return lines + [""]
+
+
+# ====================================================================== per cell
+
+
+IMPROVING_SHARE = 0.1  # best epoch in the last 10% of the epochs run: still improving
+
+
+@dataclasses.dataclass(frozen=True)
+class CellFacts:
+    """What a row says about how its number was obtained (issue 20, item 5)."""
+
+    departures: tuple[str, ...]  # short departures from the paper's protocol; () = full
+    converged: str  # "yes", "still improving (k of n seeds)", "–"
+    device: str
+    wall: str
+
+    @property
+    def full(self) -> bool:
+        return not self.departures
+
+    @property
+    def protocol(self) -> str:
+        return "full" if self.full else "reduced: " + "; ".join(self.departures)
+
+
+def converged(cell: Mapping[str, Any], cap: Any) -> str:
+    """"yes" unless a seed ran to the epoch cap with its best epoch in the last 10%."""
+    seeds = cell.get("per_seed") or []
+    if not seeds:
+        return "–"
+    improving = [s for s in seeds if not s.get("diverged") and isinstance(cap, int)
+                 and s.get("epochs_run") == cap
+                 and s.get("best_epoch", -1) >= (1 - IMPROVING_SHARE) * s["epochs_run"]]
+    return (f"still improving ({len(improving)} of {len(seeds)} seeds best in the last "
+            f"10% of {cap} epochs)" if improving else "yes")
+
+
+def _cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from swan_jax.experiments.results_md.store import cell_axes
+
+    return [r for r in run.records
+            if all(cell.get(a) == r[a] for a in cell_axes(r) if a in cell)]
+
+
+def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
+    """The device the cell's programs ran on (their records), else the run's."""
+    names = []
+    for rec in _cell_records(run, cell):
+        machine = rec.get("machine") or {}
+        name = str(machine.get("device", "unknown device"))
+        names.append(name + (f" ({machine['device_kind']})" if machine.get("device_kind")
+                             else ""))
+    return ", ".join(dict.fromkeys(names)) or device(run)
+
+
+def cell_departures(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
+                    paper_points: int | None = None) -> tuple[str, ...]:
+    """The run's departures, with the grid counted for this cell: the points it searched
+    (`grid_points` of its summary) against the paper's points for this cell (`paper_points`,
+    default: the paper's whole grid); pooled splits against the paper's."""
+    proto = paper.get("protocol") or {}
+    items = [short for short, _ in protocol.departures(run.config, proto)
+             if not short.startswith("grid ")]
+    outside = [d for d in protocol.grid_departures(run.config.get("grid") or {},
+                                                   proto.get("grid") or {}) if "outside" in d]
+    points = paper_points if paper_points is not None else protocol.grid_points(proto)
+    ours = cell.get("grid_points")
+    if isinstance(ours, int) and proto.get("grid") and ours < points:
+        items.append(f"grid {ours} of {points} points")
+    items += outside
+    splits = proto.get("splits")
+    pooled = len(cell.get("per_seed") or [])
+    if splits and any("split" in s for s in cell.get("per_seed") or []) and pooled < splits:
+        items.append(f"{pooled} of {splits} splits")
+    return tuple(items)
+
+
+def cell_facts(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
+               paper_points: int | None = None) -> CellFacts:
+    from swan_jax.experiments.sweep import duration
+
+    wall = cell.get("wall_time")
+    return CellFacts(departures=cell_departures(run, cell, paper, paper_points),
+                     converged=converged(cell, run.config.get("epochs")),
+                     device=cell_device(run, cell),
+                     wall="–" if not isinstance(wall, int | float) else duration(wall))
+
+
+def epochs_range(cell: Mapping[str, Any]) -> str:
+    """Epochs the cell's seeds ran: "100", or "68-100" when they differ."""
+    epochs = cell.get("epochs_run") or []
+    if not epochs:
+        return "–"
+    low, high = min(epochs), max(epochs)
+    return str(high) if low == high else f"{low}-{high}"

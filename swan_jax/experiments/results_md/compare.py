@@ -78,11 +78,21 @@ def orders(ours: float, theirs: float) -> tuple[str, str]:
     return "worse", f"worse by {gap:.1f} orders ({factor})"
 
 
+FLOOR_TOLERANCE = 0.01  # log10 MSE: within 2.3% of the constant predictor's MSE
+
+
+def at_floor(ours: float, constant: float | None) -> bool:
+    """Whether a log10 MSE is no better than the constant predictor's (within 0.01): a
+    model there learned nothing a constant does not, whatever the paper's value."""
+    return finite(ours) and finite(constant) and ours > constant - FLOOR_TOLERANCE
+
+
 def against_constant(ours: float, constant: float | None) -> tuple[str, str]:
     """(kind, sentence) for log10 MSEs against the constant predictor's."""
     if not (finite(ours) and finite(constant)):
         return "n/a", "no reference (constant predictor not recorded)"
     diff = ours - constant
-    if diff < 0:
-        return "better", f"{-diff:.2f} below the constant predictor (MSE x{10 ** diff:.2g})"
-    return "worse", f"no better than the constant predictor ({diff:+.2f})"
+    if at_floor(ours, constant):
+        return "floor", (f"at the constant predictor's floor (Δ {diff:+.4f}): learned nothing "
+                         f"a constant does not; no comparison with the paper")
+    return "better", f"{-diff:.2f} below the constant predictor (MSE x{10 ** diff:.2g})"

@@ -168,3 +168,21 @@ def wall_line(records: Sequence[Mapping[str, Any]]) -> str:
     dates = [d for d in dates if d]
     span = f", finished {dates[0]} to {dates[-1]}" if dates else ""
     return f"{duration(total)} summed over {len(records)} finished program(s){span}"
+
+
+def paper_cell_points(experiment: str, cell: Mapping[str, Any]) -> int | None:
+    """Grid points the paper's protocol searches for this cell: the experiment's own grid
+    of the cell under its packaged configuration, which is the paper's protocol for
+    graph transfer and GraphProp (ADGN has no beta axis, the baselines only the learning
+    rate and, on GraphProp, width and depth; on regular graphs beta cannot matter and
+    the experiment keeps one). None for other experiments or an unknown cell."""
+    if experiment not in ("transfer", "graphprop"):
+        return None
+    import importlib
+
+    try:
+        exp = importlib.import_module(f"swan_jax.experiments.{experiment}").EXPERIMENT
+        axes = exp.grid(exp.default_config(), {a: cell[a] for a in exp.cell_axes})
+    except KeyError:  # a cell of an older layout (e.g. GraphProp's `label_columns`)
+        return None
+    return math.prod(len(v) if isinstance(v, list | tuple) else 1 for v in axes.values())

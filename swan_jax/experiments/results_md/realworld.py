@@ -12,14 +12,15 @@ from swan_jax.experiments.results_md import compare, figures
 from swan_jax.experiments.results_md.blocks import (
     CELL_KEYS,
     NOT_RUN,
+    cell_facts,
     cell_rows,
     device,
     devices,
+    epochs_range,
     epochs_seeds,
     model_name,
     ordered_keys,
     protocol_block,
-    short_departures,
     table,
 )
 from swan_jax.experiments.results_md.sections import best_config, protocols
@@ -36,32 +37,33 @@ def _ours(cell: Mapping[str, Any], metric: str) -> tuple[float, float]:
 
 def lrgb(runs: Sequence[Run], paper: Mapping[str, Any], figure: Path, figure_link: str
          ) -> list[str]:
-    lines = ["## Long-range graph benchmark (paper Table 3)", "",
+    lines = [f"## Long-range graph benchmark (paper {paper.get('table', 'Table 2')})", "",
              "Test metric at each run's best validation epoch (AP and F1 in percent); ours: "
              "mean ± std over seeds, beside the paper's mean ± std over 3 seeds.", ""]
     rows = cell_rows(runs, CELL_KEYS["lrgb"])
     header = ["Data set", "Variant", "Metric", "Ours: test", "Paper", "Verdict", "Val (ours)",
-              "Epochs run", "Seeds", "Params", "s/epoch", "Departures", "Run (device)"]
+              "Epochs run", "Seeds", "Converged", "Params", "s/epoch", "Protocol", "Wall",
+              "Run (device)"]
     body = []
     for key in ordered_keys(paper["expected"], rows):
         metric = paper["metrics"].get(key[0], "metric")
         reference = paper["values"].get(key[0], {}).get(key[1])
         theirs = "–" if reference is None else compare.mean_std(*reference, metric)
         if key not in rows:
-            body.append([*key, metric.upper(), NOT_RUN, theirs, "–", *[""] * 7])
+            body.append([*key, metric.upper(), NOT_RUN, theirs, "–", *[""] * 9])
         for run, cell in rows.get(key, []):
             mean, std = _ours(cell, metric)
             verdict = ("–" if reference is None else
                        compare.against_paper(mean, reference[0], reference[1], metric)[1])
             factor = compare.scale(metric)
-            epochs, seeds = epochs_seeds(cell)
+            facts = cell_facts(run, cell, paper)
             spe = cell.get("seconds_per_epoch")
             body.append([*key, metric.upper(), compare.mean_std(mean, std, metric), theirs,
                          verdict, compare.mean_std(factor * cell["val_mean"],
                                                    factor * (cell.get("val_std") or 0), metric),
-                         epochs, seeds, f"{cell.get('params', 0):,}",
-                         "–" if spe is None else f"{spe:.1f}", short_departures(run, paper),
-                         f"{run.name} ({device(run)})"])
+                         epochs_range(cell), epochs_seeds(cell)[1], facts.converged,
+                         f"{cell.get('params', 0):,}", "–" if spe is None else f"{spe:.1f}",
+                         facts.protocol, facts.wall, f"{run.name} ({facts.device})"])
     lines += table(header, body)
     lines += _curves(runs, paper, figure, figure_link)
     return lines + protocols(runs, paper)
@@ -112,7 +114,8 @@ def _ms(value: float | None) -> str:
 
 
 def node_classification(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
-    lines = ["## Node classification at scale (the paper's runtime table)", "",
+    lines = ["## Node classification at scale (the paper's scalability table, "
+             "tab:additional_runtimes)", "",
              "Score (ROC AUC x 100 on Tolokers and Questions, accuracy on ogbn-arxiv; mean ± "
              "std over the official splits) and milliseconds per epoch, ours beside the "
              f"paper's, which were measured on {paper['machine']}. Times on different "
@@ -121,8 +124,8 @@ def node_classification(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[s
              "unless the experiment records a single forward pass.", ""]
     rows = cell_rows(runs, CELL_KEYS["node_classification"])
     header = ["Data set", "Model", "Ours: score", "Paper", "Verdict", "Train ms (ours / "
-              "paper)", "Inference ms (ours / paper)", "Epochs run", "Runs (splits x seeds)",
-              "Run (device)"]
+              "paper)", "Inference ms (ours / paper)", "Epochs run", "Splits pooled",
+              "Converged", "Protocol", "Wall", "Run (device)"]
     body = []
     for key in ordered_keys(paper["expected"], rows):
         metric = paper["metrics"].get(key[0], "roc_auc")
@@ -131,18 +134,20 @@ def node_classification(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[s
         if key not in rows:
             body.append([*key, NOT_RUN, theirs, "–",
                          f"– / {ref['train_ms']}" if ref else "–",
-                         f"– / {ref['inference_ms']}" if ref else "–", "", "", ""])
+                         f"– / {ref['inference_ms']}" if ref else "–", *[""] * 6])
         for run, cell in rows.get(key, []):
             mean, std = _ours(cell, metric)
             verdict = ("–" if ref is None else
                        compare.against_paper(mean, *ref["score"], metric)[1])
             train, infer = _timing_ms(run, cell)
-            epochs, _ = epochs_seeds(cell)
+            facts = cell_facts(run, cell, paper)
             splits = len(cell.get("per_seed") or []) or len(cell.get("seeds") or [])
+            planned = (paper.get("protocol") or {}).get("splits")
             body.append([*key, compare.mean_std(mean, std, metric), theirs, verdict,
                          _ratio(train, ref and ref["train_ms"]),
-                         _ratio(infer, ref and ref["inference_ms"]), epochs, splits,
-                         f"{run.name} ({device(run)})"])
+                         _ratio(infer, ref and ref["inference_ms"]), epochs_range(cell),
+                         f"{splits} of {planned}" if planned else splits, facts.converged,
+                         facts.protocol, facts.wall, f"{run.name} ({facts.device})"])
     return lines + table(header, body) + protocols(runs, paper)
 
 

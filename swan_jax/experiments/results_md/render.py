@@ -11,18 +11,11 @@ section of their own.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from swan_jax.experiments.results_md import realworld, sections
-from swan_jax.experiments.results_md.blocks import (
-    CELL_KEYS,
-    cell_rows,
-    device,
-    ordered_keys,
-    table,
-)
+from swan_jax.experiments.results_md import coverage, pending, realworld, sections
+from swan_jax.experiments.results_md.blocks import CELL_KEYS
 from swan_jax.experiments.results_md.store import (
     FIGURES,
     Run,
@@ -54,9 +47,19 @@ the paper's follow its section.
 Verdicts: *within the paper's std* when |ours - paper| <= the paper's std, else *better*
 or *worse* by the difference (also in paper stds; for log10 MSE also as a factor on the
 MSE). Graph transfer compares orders of magnitude: *within 1 order* when
-|log10(ours / authors)| <= 1. Label settings the paper never reported are compared with
-the constant predictor.
+|log10(ours / authors)| <= 1. Label settings the paper never reported, and any GraphProp
+model no better than the constant predictor (within 0.01 log10 MSE), are compared with
+the constant predictor only.
+
+Every row says how its number was obtained: *Converged* is "yes" unless a seed ran to the
+epoch cap with its best validation epoch in the last 10% of its epochs (still
+improving); *Protocol* is "full" (the paper's epochs, patience, seeds, data, grid for that
+cell and, pooled, splits) or "reduced" with each departure; *Wall* is the summed wall
+time of the cell's programs; the device is the one its programs ran on.
 """
+COVERAGE_NOTE = ("Per paper table or figure: its cells (every model the paper shows), "
+                 "how many have a row at the paper's full protocol, how many only at a "
+                 "reduced one, and how many none.")
 
 
 def _relative(path: Path, out: Path) -> str:
@@ -71,20 +74,6 @@ def _group(runs: Sequence[Run]) -> dict[str, list[Run]]:
     return groups
 
 
-def coverage(paper: Mapping[str, Any], groups: Mapping[str, Sequence[Run]]) -> list[str]:
-    """Per experiment of the paper: how many of its cells have a number."""
-    lines = []
-    for name, key in CELL_KEYS.items():
-        found = cell_rows(groups.get(name, []), key)
-        expected = ordered_keys(paper[name]["expected"], [])
-        done = sum(k in found for k in expected)
-        lines.append([name, f"{done} of {len(expected)}",
-                      ", ".join(f"{r.name} ({device(r)})" for r in groups.get(name, []))
-                      or "–"])
-    return table(["Experiment", "Paper cells with a number", "Collected runs (device)"],
-                 lines)
-
-
 def document(root: Path, out: Path) -> tuple[str, list[str]]:
     """The markdown of RESULTS.md and the warnings to print (figures are drawn)."""
     paper = load_paper(root)
@@ -93,18 +82,22 @@ def document(root: Path, out: Path) -> tuple[str, list[str]]:
     groups = _group(runs)
     figure = {name: root / FIGURES / file for name, file in FIGURE_FILES.items()}
     parts = [HEADER, f"The paper's numbers: {paper['paper']}; obtained on {paper['devices']}.",
-             "", "## Coverage", "", *coverage(paper, groups)]
+             "", "## Coverage", "", COVERAGE_NOTE, "", *coverage.summary(paper, groups)]
     parts += [f"- Incomplete: {line}" for line in empty] + ([""] if empty else [])
     parts += sections.transfer(groups.get("transfer", []), paper["transfer"], authors,
                                figure["transfer"], _relative(figure["transfer"], out))
     parts += sections.graphprop(groups.get("graphprop", []), paper["graphprop"])
+    parts += pending.differential(root)
     parts += realworld.lrgb(groups.get("lrgb", []), paper["lrgb"], figure["lrgb"],
                             _relative(figure["lrgb"], out))
+    parts += pending.ablation(groups.get("graphprop", []), groups.get("lrgb", []), paper)
+    parts += pending.runtimes(paper) + pending.jacobian(paper)
     parts += realworld.node_classification(groups.get("node_classification", []),
                                            paper["node_classification"])
     for name, members in groups.items():
         if name not in CELL_KEYS:
             parts += realworld.other(name, members)
+    parts += pending.campaign(root)
     parts += ["## Speed", "", "Step times, compilation counts and scaling are in "
               "[BENCHMARKS.md](BENCHMARKS.md) (`make bench`), each figure with its machine.",
               ""]

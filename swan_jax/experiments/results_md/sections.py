@@ -11,16 +11,17 @@ from swan_jax.experiments.results_md import compare, figures
 from swan_jax.experiments.results_md.blocks import (
     CELL_KEYS,
     NOT_RUN,
+    cell_facts,
     cell_rows,
-    device,
     devices,
+    epochs_range,
     epochs_seeds,
     label_setting,
     ordered_keys,
     protocol_block,
-    short_departures,
     table,
 )
+from swan_jax.experiments.results_md.protocol import paper_cell_points
 from swan_jax.experiments.results_md.store import Run
 
 LABEL_TITLES = {
@@ -60,7 +61,8 @@ def transfer(runs: Sequence[Run], paper: Mapping[str, Any], authors: Mapping[str
     lines += ([f"![graph transfer]({figure_link})", ""] if drawn
               else ["No transfer cell has been collected yet: no figure.", ""])
     header = ["k", "Model", "Ours: test MSE", "Authors (Fig. 3)", "Verdict", "Epochs run",
-              "Seeds", "Best configuration", "Departures from the paper", "Run (device)"]
+              "Seeds", "Converged", "Protocol", "Best configuration", "Wall", "Run (device)"]
+    missing = paper.get("not_implemented") or {}
     for topology in paper["expected"]["topology"]:
         keys = [k for k in ordered_keys(paper["expected"], rows) if k[0] == topology]
         body = []
@@ -68,16 +70,19 @@ def transfer(runs: Sequence[Run], paper: Mapping[str, Any], authors: Mapping[str
             ref = authors["values"].get(topology, {}).get(str(key[1]), {}).get(key[2])
             theirs = compare.mean_std(ref["mean"], ref["std"], "mse") if ref else "–"
             if key not in rows:
-                body.append([key[1], key[2].upper(), NOT_RUN, theirs, "–", "", "", "", "", ""])
+                body.append([key[1], key[2].upper(), "not implemented" if key[2] in missing
+                             else NOT_RUN, theirs, "–", *[""] * 7])
             for run, cell in rows.get(key, []):
                 verdict = compare.orders(cell["test_mean"], ref["mean"])[1] if ref else "–"
-                epochs, seeds = epochs_seeds(cell)
+                facts = cell_facts(run, cell, paper, paper_cell_points("transfer", cell))
                 body.append([key[1], key[2].upper(),
                              compare.mean_std(cell["test_mean"], cell.get("test_std"), "mse"),
-                             theirs, verdict, epochs, seeds, best_config(cell),
-                             short_departures(run, paper), f"{run.name} ({device(run)})"])
+                             theirs, verdict, epochs_range(cell), epochs_seeds(cell)[1],
+                             facts.converged, facts.protocol, best_config(cell), facts.wall,
+                             f"{run.name} ({facts.device})"])
         lines += [f"### {topology.replace('-', ' ').title()}", "", *table(header, body)]
-    return lines + protocols(runs, paper)
+    notes = [f"{name.upper()}: {why}." for name, why in missing.items()]
+    return lines + notes + ([""] if notes else []) + protocols(runs, paper)
 
 
 def best_config(cell: Mapping[str, Any]) -> str:
@@ -109,18 +114,21 @@ def constant_score(runs: Sequence[Run], task: str, setting: str) -> tuple[float,
 
 def _graphprop_row(run: Run, cell, key, reference, constant, paper) -> list[Any]:
     metric = "log10_mse"
-    if key[1] == "paper" and reference is not None:
+    floor = None if constant is None else constant[0]
+    if compare.at_floor(cell["test_mean"], floor):
+        verdict = compare.against_constant(cell["test_mean"], floor)[1]
+    elif key[1] == "paper" and reference is not None:
         verdict = compare.against_paper(cell["test_mean"], reference[0], reference[1],
                                         metric)[1]
     else:
-        verdict = compare.against_constant(cell["test_mean"],
-                                           None if constant is None else constant[0])[1]
-    epochs, seeds = epochs_seeds(cell)
+        verdict = compare.against_constant(cell["test_mean"], floor)[1]
+    facts = cell_facts(run, cell, paper, paper_cell_points("graphprop", cell))
     return [key[0], key[2],
             compare.mean_std(cell["test_mean"], cell.get("test_std"), metric),
             _reference(key, reference), verdict,
-            compare.mean_std(cell.get("val_mean"), cell.get("val_std"), metric), epochs,
-            seeds, best_config(cell), short_departures(run, paper), f"{run.name} ({device(run)})"]
+            compare.mean_std(cell.get("val_mean"), cell.get("val_std"), metric),
+            epochs_range(cell), epochs_seeds(cell)[1], facts.converged, facts.protocol,
+            best_config(cell), facts.wall, f"{run.name} ({facts.device})"]
 
 
 def _reference(key: tuple, reference) -> str:
@@ -130,14 +138,15 @@ def _reference(key: tuple, reference) -> str:
 
 
 def graphprop(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
-    lines = ["## Graph property prediction (paper Table 2)", "",
+    lines = [f"## Graph property prediction (paper {paper.get('table', 'Table 1')})", "",
              "Test log10 MSE (lower is better); ours: mean ± std over seeds. "
              f"{paper['setting_note'][0].upper()}{paper['setting_note'][1:]}. The constant "
              "predictor (the best constant fitted on the training split) is the floor "
              "every model must beat.", ""]
     rows = cell_rows([_without_constant(r) for r in runs], CELL_KEYS["graphprop"])
     header = ["Task", "Model", "Ours: test log10 MSE", "Paper", "Verdict", "Val (ours)",
-              "Epochs run", "Seeds", "Best configuration", "Departures", "Run (device)"]
+              "Epochs run", "Seeds", "Converged", "Protocol", "Best configuration", "Wall",
+              "Run (device)"]
     keys = ordered_keys(paper["expected"], rows)
     for setting in dict.fromkeys(k[1] for k in keys):
         body = []
@@ -147,12 +156,12 @@ def graphprop(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
                 reference = paper["values"].get(key[2], {}).get(task)
                 if key not in rows:
                     body.append([task, key[2], NOT_RUN, _reference(key, reference), "–",
-                                 *[""] * 6])
+                                 *[""] * 8])
                 body += [_graphprop_row(run, cell, key, reference, constant, paper)
                          for run, cell in rows.get(key, [])]
             body.append([task, "constant predictor",
                          NOT_RUN if constant is None else f"{constant[0]:.4f}", "–",
-                         "the floor" if constant else "not recorded", *[""] * 5,
+                         "the floor" if constant else "not recorded", *[""] * 7,
                          "" if constant is None else constant[1]])
         lines += [f"### Label setting `{setting}`", "",
                   LABEL_TITLES.get(setting, "a label setting of the experiment") + ".", "",

@@ -28,7 +28,10 @@ CONFIG_FILE = "config.toml"
 COLLECTED_FILE = "collected.json"
 HISTORY_FILE = "history.json"
 FIGURES = "figures"
-RESERVED = {FIGURES}  # folders under reproductions/ that are not runs
+# Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
+# bundles, the GraphProp differential check (its section.md is shown verbatim).
+RESERVED = {FIGURES, "campaign", "graphprop-differential"}
+SECTION_FILE = "section.md"  # a folder with only this (and its files) is not a run
 # Keys of a sweep record that are not cell axes (sweep.program_record).
 RECORD_KEYS = {"program", "epochs", "name", "static", "runs", "metric", "num_params",
                "epochs_completed", "first_epoch_seconds", "seconds_per_epoch",
@@ -133,6 +136,8 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
         run = load_run(folder)
         if run is not None:
             runs.append(run)
+        elif (folder / SECTION_FILE).exists():
+            continue
         elif any(f.name != "authors_figure_values.json" for f in folder.iterdir()):
             empty.append(f"{folder}: no {RESULTS_FILE}; collect the run again")
     return runs, empty

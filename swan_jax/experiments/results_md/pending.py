@@ -1,0 +1,133 @@
+"""RESULTS.md sections for what the paper has and the runs mostly do not yet: the ablation
+(Table 3), the runtime table (RTX 3090), the Jacobian figure; the GraphProp differential
+check against the authors' code (written by its own session into
+`reproductions/graphprop-differential/section.md`, included verbatim); and where the
+reproduction campaign stands (`reproductions/campaign/`)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from swan_jax.experiments.results_md import compare
+from swan_jax.experiments.results_md.blocks import (
+    CELL_KEYS,
+    NOT_RUN,
+    cell_facts,
+    cell_rows,
+    table,
+)
+from swan_jax.experiments.results_md.protocol import paper_cell_points
+from swan_jax.experiments.results_md.store import Run
+
+DIFFERENTIAL = "graphprop-differential"
+SECTION_FILE = "section.md"
+CAMPAIGN = "campaign"
+
+
+def ablation(graphprop: Sequence[Run], lrgb: Sequence[Run], paper: Mapping[str, Any]
+             ) -> list[str]:
+    """Table 3: SWAN-beta0, SWAN-NE, SWAN-learn-NE on GraphProp and Peptides."""
+    spec = paper.get("ablation") or {}
+    g, lr = paper["graphprop"], paper["lrgb"]
+    g_rows, lr_rows = cell_rows(graphprop, CELL_KEYS["graphprop"]), cell_rows(
+        lrgb, CELL_KEYS["lrgb"])
+    body = []
+    for task in g["tasks"]:
+        for model in spec.get("graphprop_models", []):
+            ref = g["values"].get(model, {}).get(task)
+            body += _rows((task, "paper", model), g_rows, ref, "log10_mse", g, "graphprop")
+    for dataset, variants in (spec.get("lrgb") or {}).items():
+        for model, ref in variants.items():
+            metric = lr["metrics"].get(dataset, "metric")
+            body += _rows((dataset, model), lr_rows, ref, metric, lr, None)
+    return [f"## SWAN variants (paper {spec.get('table', 'Table 3')}, ablation)", "",
+            "Test metric of SWAN without its global term (beta = 0), non-expanding (NE) "
+            "and learned non-expanding variants; the GraphProp rows use the label setting "
+            "`paper`; the Peptides rows need the LRGB experiment to run these variants "
+            "(not yet: `reproductions/campaign/plan.toml`, status needs code).", "",
+            *table(["Data set / task", "Variant", "Ours: test", "Paper", "Verdict",
+                    "Protocol", "Run (device)"], body)]
+
+
+def _rows(key: tuple, rows: Mapping[tuple, list], ref: Any, metric: str,
+          paper: Mapping[str, Any], experiment: str | None) -> list[list[Any]]:
+    theirs = "–" if ref is None else compare.mean_std(*ref, metric)
+    found = rows.get(key, [])
+    if not found:
+        return [[key[0], key[-1], NOT_RUN, theirs, "–", "", ""]]
+    out = []
+    for run, cell in found:
+        scale = compare.scale(metric)
+        mean = scale * cell["test_mean"]
+        verdict = "–" if ref is None else compare.against_paper(mean, *ref, metric)[1]
+        points = paper_cell_points(experiment, cell) if experiment else None
+        facts = cell_facts(run, cell, paper, points)
+        out.append([key[0], key[-1], compare.mean_std(mean, scale * (cell.get("test_std")
+                                                                      or 0), metric),
+                    theirs, verdict, facts.protocol, f"{run.name} ({facts.device})"])
+    return out
+
+
+def runtimes(paper: Mapping[str, Any]) -> list[str]:
+    spec = paper.get("runtimes") or {}
+    body = [[m.upper(), NOT_RUN, v["train_s"], NOT_RUN, v["inference_s"]]
+            for m, v in (spec.get("values") or {}).items()]
+    return ["## Runtimes per epoch (paper tab:runtimes)", "",
+            f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Not run "
+            "here yet: a timing runner beside the PyTorch reference on the same device is "
+            "the campaign's cell `runtime/peptides-func` (needs code). Step and epoch times "
+            "of this implementation are in BENCHMARKS.md.", "",
+            *table(["Model", "Ours: training s", "Paper: training s", "Ours: inference s",
+                    "Paper: inference s"], body)]
+
+
+def jacobian(paper: Mapping[str, Any]) -> list[str]:
+    spec = paper.get("jacobian") or {}
+    return ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
+            f"{spec.get('reference', '')}. Not run here yet (campaign cell "
+            "`jacobian/peptides-func`, needs a runner over `swan_jax.analysis` for trained "
+            "models): " + ", ".join(m.upper() for m in spec.get("models", [])) + ".", ""]
+
+
+def differential(root: Path) -> list[str]:
+    """The GraphProp differential check's own section, verbatim, when it exists."""
+    path = root / DIFFERENTIAL / SECTION_FILE
+    if path.exists():
+        return [path.read_text().rstrip(), ""]
+    return ["## GraphProp: differential check against the authors' code", "",
+            f"Not reported yet: the check trains the authors' public PyTorch SWAN and ours "
+            f"on the same generated data and writes `reproductions/{DIFFERENTIAL}/"
+            f"{SECTION_FILE}` (shown here verbatim) with its files.", ""]
+
+
+def campaign(root: Path) -> list[str]:
+    """Where the reproduction campaign stands: cells under way, bundles, measured pace."""
+    folder = root / CAMPAIGN
+    plan_file = folder / "plan.toml"
+    if not plan_file.exists():
+        return []
+    cells = tomllib.loads(plan_file.read_text()).get("cell") or []
+    state_file = folder / "state.json"
+    state = json.loads(state_file.read_text()).get("cells", {}) if state_file.exists() else {}
+    bundles = sorted(p.stem for p in (folder / "bundles").glob("*.npz"))
+    runnable = sum(c.get("status") == "runnable" for c in cells)
+    body = [[cid, info.get("status", "?"), info.get("programs", "?"),
+             f"{100 * float(info.get('fraction', 0)):.0f}%",
+             ", ".join(f"{k} {v:.3g} s" for k, v in (info.get("seconds_per_epoch")
+                                                       or {}).items()) or "–",
+             "yes" if cid.replace("/", "__") in bundles else "no", info.get("updated", "")]
+            for cid, info in sorted(state.items())]
+    lines = ["## Reproduction campaign", "",
+             f"`python -m swan_jax.experiments.campaign` (`make campaign`) trains the "
+             f"{len(cells)} cells of `reproductions/campaign/plan.toml` ({runnable} runnable "
+             f"now) at the paper's protocol, in budgeted calls on any machine; finished cells "
+             f"are collected as `campaign-<group>` runs above, unfinished ones continue from "
+             f"their bundle in `reproductions/campaign/bundles/`.", ""]
+    if body:
+        lines += table(["Cell", "Status", "Programs done", "Done", "Seconds per epoch",
+                        "Bundle", "Updated"], body)
+    return lines
