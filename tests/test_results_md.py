@@ -344,7 +344,8 @@ def test_tolokers_rows_say_which_splits_they_pool_and_what_is_still_running(repr
     assert "`tolokers/gcn/3` 40/100 epochs" in text
     assert "`tolokers/gcn/0`" not in text  # finished: it has a record
     assert "Splits pooled in the table (finished programs only): gcn 3 of 10" in text
-    assert "patience 100 (paper none)" in text  # the heterophily benchmark's protocol
+    assert "patience 100 (benchmark none)" in text  # the heterophily benchmark's protocol
+    assert "Departures from the benchmark's protocol (" in text
 
 
 def test_the_differential_check_and_the_campaign_have_their_sections(repro):

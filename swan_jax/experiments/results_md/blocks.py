@@ -141,10 +141,13 @@ def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
     lines += [running] if running else []
     pooled = _pooled_line(run, paper)
     lines += [pooled] if pooled else []
-    found = [long for _, long in protocol.departures(cfg, paper.get("protocol") or {})]
-    lines.append("- Departures from the paper's protocol: " + (
+    proto = paper.get("protocol") or {}
+    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
+    whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
+             else "the paper's protocol")
+    lines.append(f"- Departures from {whose}: " + (
         "; ".join(found) if found else "none found in the configuration"
-        if paper.get("protocol") else "no paper protocol to compare with"))
+        if proto else "no paper protocol to compare with"))
     notes = [n for n in coll.get("notes") or [] if n] + ([coll["note"]] if coll.get("note")
                                                          else [])
     if notes:
@@ -187,7 +190,8 @@ def converged(cell: Mapping[str, Any], cap: Any) -> str:
         return "–"
     improving = [s for s in seeds if not s.get("diverged") and isinstance(cap, int)
                  and s.get("epochs_run") == cap
-                 and s.get("best_epoch", -1) >= (1 - IMPROVING_SHARE) * s["epochs_run"]]
+                 and s.get("best_epoch", -1) >= s["epochs_run"] - max(
+                     1, round(IMPROVING_SHARE * s["epochs_run"]))]
     return (f"still improving ({len(improving)} of {len(seeds)} seeds best in the last "
             f"10% of {cap} epochs)" if improving else "yes")
 
@@ -232,12 +236,22 @@ def cell_departures(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
     return tuple(items)
 
 
+def reworded(text: str, proto: Mapping[str, Any]) -> str:
+    """A departure against a reference protocol that is not the paper's (`name`)."""
+    name = proto.get("name")
+    if not name:
+        return text
+    return text.replace("(paper ", f"({name} ").replace("the paper's", f"the {name}'s")
+
+
 def cell_facts(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
                paper_points: int | None = None) -> CellFacts:
     from swan_jax.experiments.sweep import duration
 
     wall = cell.get("wall_time")
-    return CellFacts(departures=cell_departures(run, cell, paper, paper_points),
+    proto = paper.get("protocol") or {}
+    return CellFacts(departures=tuple(reworded(d, proto) for d in cell_departures(
+                         run, cell, paper, paper_points)),
                      converged=converged(cell, run.config.get("epochs")),
                      device=cell_device(run, cell),
                      wall="–" if not isinstance(wall, int | float) else duration(wall))
