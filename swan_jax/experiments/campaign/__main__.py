@@ -11,6 +11,15 @@ a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
 (`reproductions/campaign/bundles/`, and `--bundle-out FILE`), re-renders RESULTS.md and
 prints what remains. SIGTERM or Ctrl-C stop the same way. Commit `reproductions/` and
 RESULTS.md afterwards: the next machine continues from them.
+
+In a GPU slice whose command runs in a copy of the tree and returns only $OUT:
+
+    cp -r reproductions "$OUT/"
+    python -m swan_jax.experiments.campaign --reproductions "$OUT/reproductions" \\
+        --budget-minutes 8 --no-render
+
+then, here, copy `$OUT/reproductions/campaign*` over `reproductions/`, `make results`
+and commit (the bundles of unfinished cells and the finished cells come back together).
 """
 
 from __future__ import annotations
