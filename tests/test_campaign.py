@@ -148,3 +148,24 @@ def _same_arrays_after_restore(path: Path, folder: Path, epoch: int, fresh: Path
     assert meta_before == meta_after
     with pytest.raises(bundle.BundleError, match="not a campaign bundle"):
         bundle.read_meta(fresh / meta["programs"][0]["folder"] / "run.json")
+
+
+def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path):
+    from swan_jax.experiments.config import to_dict
+
+    entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
+    screen, full = entries["graphprop-screen/sssp/gcn"], entries["graphprop/sssp/gcn"]
+    assert full.status == "after graphprop-screen/sssp/gcn" and not full.runnable
+    assert gather.resolve(full, entries, []) is full  # nothing screened yet
+    _, cfg = cell_config(screen, tmp_path)
+    best = {"hidden": 30, "num_layers": 20, "learning_rate": 0.003, "weight_decay": 1e-6}
+    screened = {"experiment": "graphprop", "config": json.loads(json.dumps(
+        to_dict(cfg), default=str)), "cells": [{"task": "sssp", "labels": "paper",
+                                               "model": "gcn", "test_mean": 0.5,
+                                               "best_hparams": best}]}
+    ready = gather.resolve(full, entries, [screened])
+    assert ready.runnable and ready.config["grid"] == {k: [v] for k, v in best.items()}
+    _, full_cfg = cell_config(ready, tmp_path)
+    assert full_cfg.epochs == 1500 and dict(full_cfg.grid)["hidden"] == (30,)
+    other = {**screened, "config": {**screened["config"], "epochs": 50}}  # another protocol
+    assert not gather.resolve(full, entries, [other]).runnable

@@ -163,3 +163,39 @@ def _keep_timings(folder: Path, old: Mapping[str, Any]) -> None:
             programs[key] = timing
     collected["programs"] = programs
     write_text_atomic(path, json.dumps(collected, indent=1) + "\n")
+
+
+# ======================================================================= dependencies
+
+
+def best_point(entry: Entry, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The selected grid point of `entry`'s (single) cell where it is collected at its
+    protocol, else None."""
+    protocol, cells, name = entry_protocol(entry)
+    for run in runs:
+        if run.get("experiment") != name or not _same(protocol, run.get("config") or {}):
+            continue
+        for cell in run.get("cells") or []:
+            if (all(cell.get(k) == v for k, v in cells[0].items())
+                    and isinstance(cell.get("test_mean"), int | float)):
+                return dict(cell.get("best_hparams") or {})
+    return None
+
+
+def resolve(entry: Entry, by_id: Mapping[str, Entry], runs: Sequence[Mapping[str, Any]]
+            ) -> Entry:
+    """A cell waiting for another (`status = "after <id>"`, e.g. a GraphProp cell after
+    its screening) becomes runnable at that cell's selected point once it is collected;
+    until then it stays as it is."""
+    import dataclasses
+
+    if not entry.status.startswith("after "):
+        return entry
+    source = by_id.get(entry.status[len("after "):])
+    point = None if source is None else best_point(source, runs)
+    if point is None:
+        return entry
+    grid = {k: [v] for k, v in point.items()}
+    return dataclasses.replace(entry, status="runnable", config={**entry.config, "grid": grid},
+                               note=(entry.note + "; " if entry.note else "")
+                               + f"at the point {source.id} selected")

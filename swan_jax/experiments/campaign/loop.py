@@ -170,7 +170,7 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
 def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str]:
     """One call of the campaign (see the module's docstring); returns the lines to print.
     `deadline` replaces the one `opts.budget_minutes` sets (tests: a fake clock)."""
-    entries = load_plan(opts.plan)
+    entries = resolved(load_plan(opts.plan), opts)
     deadline = deadline or Deadline(time.monotonic() + 60 * opts.budget_minutes,
                                     margin=opts.margin_seconds, max_epochs=opts.max_epochs)
     lines = _restore_bundles(opts, entries)
@@ -239,8 +239,16 @@ def _closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
     return lines + remaining(entries, opts)
 
 
+def resolved(entries: Sequence[Entry], opts: Options) -> list[Entry]:
+    """The plan with each waiting cell whose screening is collected made runnable."""
+    runs = gather._runs(opts.reproductions)
+    by_id = {e.id: e for e in entries}
+    return [gather.resolve(e, by_id, runs) for e in entries]
+
+
 def remaining(entries: Sequence[Entry], opts: Options) -> list[str]:
     """What is left of the plan and its estimated cost on this device kind."""
+    entries = resolved(entries, opts)
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
     left = [e for e in entries if e.runnable and not gather.is_done(e, opts.reproductions,
