@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +105,9 @@ class FifteenSecondEpochs(Deadline):
 def test_a_budget_stop_then_a_bundle_on_a_fresh_machine_ends_bit_identical(tmp_path):
     entry = _entry("swan")
     whole = _setup(tmp_path, [entry], "whole")
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     loop.run_campaign(whole)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
     cut = _setup(tmp_path, [entry], "cut")
     lines = loop.run_campaign(cut, deadline=FifteenSecondEpochs(80.0, margin=0.0))
     assert any("unfinished" in line for line in lines)

@@ -120,11 +120,13 @@ def _record(state: dict[str, Any], entry: Entry, outcome: CellOutcome, opts: Opt
 
 
 def _install_signals() -> dict[int, Any]:
-    """SIGTERM behaves as Ctrl-C: training stops after its newest checkpoint."""
+    """SIGTERM behaves as Ctrl-C: training stops after its newest checkpoint. Returns the
+    handlers it replaced (both signals)."""
     def stop(signum, frame):
         raise KeyboardInterrupt
 
-    return {signal.SIGTERM: signal.signal(signal.SIGTERM, stop)}
+    return {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, stop)}
 
 
 def _quiet_signals() -> None:
@@ -220,7 +222,6 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
                                                             outcome.stopped else "") + ")"]
     lines += _finish_cell(entry, outcome, opts, work)
     _install_signals()  # back to stopping cleanly
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     print("\n".join(lines), flush=True)
     return lines
 
