@@ -7,12 +7,19 @@ DEVICE ?= cpu
 SWAN_DATA_DIR ?= $(shell if [ -d ../shared/data ]; then echo ../shared/data; else echo data; fi)
 export SWAN_DATA_DIR
 
-EXTRAS := test,chem
-ifeq ($(DEVICE),cuda12)
-EXTRAS := test,chem,cuda12
+# DEVICE: cpu (default; with the test tools), cuda12 or cuda13 (jax's GPU build for that
+# CUDA major version, see `nvidia-smi`; without the test tools: `make test` adds them).
+DEVICES := cpu cuda12 cuda13
+ifeq ($(filter $(DEVICE),$(DEVICES)),)
+$(error DEVICE=$(DEVICE) is not one of: $(DEVICES) (e.g. make install DEVICE=cuda13))
 endif
+EXTRAS_cpu := test,chem
+EXTRAS_cuda12 := chem,cuda12
+EXTRAS_cuda13 := chem,cuda13
+EXTRAS := $(EXTRAS_$(DEVICE))
+TEST_TOOLS := $(if $(filter cpu,$(DEVICE)),,$(VENV)/.installed-test)
 
-.PHONY: install test lint bench gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
+.PHONY: install test lint bench gpu-check gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +29,11 @@ $(VENV)/.installed-$(DEVICE): pyproject.toml
 
 install: $(VENV)/.installed-$(DEVICE)
 
-test: install
+$(VENV)/.installed-test: pyproject.toml
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+test: install $(TEST_TOOLS)
 	$(PY) -m pytest -q -n 2 tests
 
 lint: install
@@ -33,6 +44,11 @@ lint: install
 BENCH_FLAGS ?=
 bench: install
 	$(PY) -m benchmarks.run_all $(BENCH_FLAGS)
+
+# Is the GPU used? Prints the devices, times one SWAN training step and one epoch on toy
+# graphs, and fails when the training did not run on a GPU (after make install DEVICE=cuda13).
+gpu-check: install
+	$(PY) -m swan_jax.gpu_check --require-gpu
 
 # The GPU check (benchmarks/gpu_check.sh, for a GPU machine: see BENCHMARKS.md), as a short
 # CPU run that exercises every part of it.

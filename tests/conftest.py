@@ -18,18 +18,28 @@ def _downloads_never_go_to_the_home_folder(tmp_path_factory):
     tests; this only keeps local-server downloads out of the user's home."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SWAN_DOWNLOAD_DIR", str(tmp_path_factory.mktemp("downloads")))
+        mp.setenv("SWAN_DOWNLOAD_RETRIES", "0")  # a failing stub is asked once, no pauses
         yield
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_internet_in_tests():
-    """Nothing may download during tests: `urllib.request.urlopen` (what `download.fetch`
-    uses) reaches only this machine; any other host fails as an unreachable network."""
+    """Nothing may download during tests: `requests.get` (what `download.fetch` uses,
+    through pooch) and `urllib.request.urlopen` reach only this machine; any other host
+    fails as an unreachable network."""
     import urllib.error
     import urllib.parse
     import urllib.request
 
+    import requests
+
     real = urllib.request.urlopen
+    real_get = requests.get
+
+    def local_get(url, *args, **kwargs):
+        if urllib.parse.urlsplit(str(url)).hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise requests.exceptions.ConnectionError(f"network disabled in tests ({url})")
+        return real_get(url, *args, **kwargs)
 
     def local_only(url, *args, **kwargs):
         full = url.full_url if isinstance(url, urllib.request.Request) else str(url)
@@ -39,4 +49,5 @@ def _no_internet_in_tests():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(urllib.request, "urlopen", local_only)
+        mp.setattr(requests, "get", local_get)
         yield

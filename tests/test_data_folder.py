@@ -2,7 +2,7 @@
 and leave nothing behind when they fail, an up-front availability check lists everything
 missing, and data errors carry the file, row and the switch / flag that changes them.
 
-The network is mocked (`urllib.request.urlopen`): nothing downloads in these tests.
+The network is mocked (`requests.get`, what pooch calls): nothing downloads in these tests.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import os
 import pickle
 import shutil
 import stat
-import urllib.error
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 
 from swan_jax.data import download, lrgb
 from swan_jax.data.errors import (
@@ -31,6 +31,7 @@ from swan_jax.data.errors import (
     UnsafePickleError,
 )
 from swan_jax.data.safe_pickle import safe_loads
+from tests.test_download import FakeWeb
 from tests.test_lrgb_data import SMILES, _labels, make_func
 
 FIXTURE = Path("/work/shared/fixtures/pascalvoc-torch-pickle/train.pickle")
@@ -66,25 +67,10 @@ def read_only(tmp_path):
             path.chmod(path.stat().st_mode | 0o200)
 
 
-class Network:
-    """A stand-in for `urlopen`: serves `files[url]` bytes; any other URL is unreachable."""
-
-    def __init__(self, files: dict[str, bytes] | None = None):
-        self.files = files or {}
-        self.requests: list[str] = []
-
-    def __call__(self, request, timeout):
-        url = request.full_url
-        self.requests.append(url)
-        if url in self.files:
-            return io.BytesIO(self.files[url])
-        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
-
-
 @pytest.fixture
 def network(monkeypatch):
-    net = Network()
-    monkeypatch.setattr(download.urllib.request, "urlopen", net)
+    net = FakeWeb()
+    monkeypatch.setattr(requests, "get", net.get)
     return net
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import urllib.error
 from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 
-from swan_jax.data import download
 from swan_jax.data import node_classification as nc
 from swan_jax.data.errors import ChecksumError, DataFormatError, MissingDataError
+from tests.test_download import FakeResponse
 
 TOLOKERS = Path("/work/shared/data/tolokers/tolokers.npz")
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -236,24 +236,24 @@ def test_tolokers_download_lands_in_the_download_folder_or_nowhere(tmp_path, mon
         hashlib.md5(good).hexdigest(), ""))
     calls = []
 
-    def offline(request, timeout):
-        calls.append(request.full_url)
-        raise urllib.error.URLError("no network")
+    def offline(url, timeout=None, **kwargs):
+        calls.append(url)
+        raise requests.exceptions.ConnectionError("no network")
 
-    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(requests, "get", offline)
     data, dl = tmp_path / "data", tmp_path / "dl"
     (m,) = nc.ensure_available(["tolokers"], data, dl)
     assert m.reason.startswith("download failed: could not download") and calls
     assert not dl.exists() and not data.exists()  # nothing left behind, no empty folder
 
-    monkeypatch.setattr(download.urllib.request, "urlopen",
-                        lambda request, timeout: io.BytesIO(good[:-10] + b"x" * 10))
+    monkeypatch.setattr(requests, "get", lambda url, timeout=None, **kwargs: FakeResponse(
+        url, good[:-10] + b"x" * 10))
     with pytest.raises(MissingDataError, match="download failed: downloaded .* has md5"):
         load("tolokers", data, tmp_path, download=True, verify_md5=True)
     assert not dl.exists() and not data.exists()
 
-    monkeypatch.setattr(download.urllib.request, "urlopen",
-                        lambda request, timeout: io.BytesIO(good))
+    monkeypatch.setattr(requests, "get",
+                        lambda url, timeout=None, **kwargs: FakeResponse(url, good))
     d = load("tolokers", data, tmp_path, download=True, verify_md5=True)
     assert (dl / "tolokers" / "tolokers.npz").read_bytes() == good
     assert int(d.graph.n_node[0]) == 6 and not data.exists()

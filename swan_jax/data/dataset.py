@@ -1,5 +1,9 @@
 """`GraphDataset`: many graphs as flat NumPy arrays (what every loader returns).
 
+Bring your own graphs with `GraphDataset.from_graphs` (jraph `GraphsTuple`s, networkx
+graphs or dicts of arrays); `dataset[i]` gives graph `i` back as a `GraphsTuple`, and
+`dataset.split()` the `{"train", "val", "test"}` dict `swan_jax.train.train` takes.
+
 Graphs are stored back to back: node rows of graph g are
 `node_offsets[g] : node_offsets[g] + n_node[g]`, and `senders` / `receivers` are
 *local* indices inside each graph. Saved as one `.npz` with a version stamp, so a cache
@@ -12,8 +16,11 @@ import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import jraph
 import numpy as np
 
 # Bump when any loader's processed output changes: caches with another stamp are rebuilt.
@@ -49,6 +56,43 @@ def _index_array(name: str, values) -> np.ndarray:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name}[{i}] = {arr[i]} does not fit in int32")
     return arr.astype(np.int32)
+
+
+def _as_rows(values) -> np.ndarray:
+    """A 1-D array as one column `[n, 1]`; 2-D as it is."""
+    arr = np.asarray(values)
+    return arr[:, None] if arr.ndim == 1 else arr
+
+
+def _joined(parts: list[dict], key: str, *, required: bool = False,
+            empty: tuple[int, ...] = (0, 1)) -> np.ndarray | None:
+    """The per-graph arrays under `key`, concatenated; None when no graph has them.
+
+    Raises ValueError when only some graphs carry the field (or a required one is absent).
+    """
+    present = [p.get(key) is not None for p in parts]
+    if not any(present):
+        if required and parts:
+            raise ValueError(f"the graphs carry no {key}")
+        return np.zeros(empty, np.float32 if key == "nodes" else np.int32) if required \
+            else None
+    if not all(present):
+        g = present.index(False)
+        raise ValueError(f"graph {g} has no {key} but graph {present.index(True)} has; "
+                         f"give every graph the same fields")
+    arrays = [np.asarray(p[key]) for p in parts]
+    if key == "graph_targets":  # one row per graph: `[T]` or `[1, T]`
+        arrays = [a.reshape(1, -1) if a.ndim <= 1 else a for a in arrays]
+    if key not in ("senders", "receivers"):
+        arrays = [_as_rows(a) for a in arrays]
+        widths = {a.shape[1:] for a in arrays}
+        if len(widths) > 1:
+            g = next(i for i, a in enumerate(arrays) if a.shape[1:] != arrays[0].shape[1:])
+            raise ValueError(f"graph {g}: {key} has shape {arrays[g].shape[1:]} per row, "
+                             f"graph 0 has {arrays[0].shape[1:]}; every graph needs the same")
+    joined = np.concatenate(arrays)
+    # networkx / Python floats arrive as float64; JAX computes in float32 by default.
+    return joined.astype(np.float32) if joined.dtype == np.float64 else joined
 
 
 def _first_non_finite(arr: np.ndarray | None) -> tuple[int, int, float] | None:
@@ -180,23 +224,112 @@ class GraphDataset:
             meta=dict(self.meta),
         )
 
-    @classmethod
-    def from_graphs(cls, graphs: list[dict]) -> GraphDataset:
-        """Concatenate per-graph dicts with keys of `_FIELDS` (minus the counts)."""
-        def cat(key):
-            parts = [g[key] for g in graphs if g.get(key) is not None]
-            return np.concatenate(parts) if len(parts) == len(graphs) and parts else None
+    def __getitem__(self, index: int) -> jraph.GraphsTuple:
+        """Graph `index` as a one-graph NumPy `jraph.GraphsTuple`.
 
+        `nodes [n, F]`, `edges [e, Fe]` or None, local `senders` / `receivers [e]`,
+        `n_node = [n]`, `n_edge = [e]`, and `globals [1, T]` = the graph-level targets (None
+        without them). Node-level targets: `node_targets_of(index)`. For several graphs
+        as a data set, use `subset(indices)`.
+        """
+        g = self._graph_index(index)
+        nodes, edges = self._rows(g)
+        return jraph.GraphsTuple(
+            nodes=self.nodes[nodes], edges=None if self.edges is None else self.edges[edges],
+            senders=self.senders[edges], receivers=self.receivers[edges],
+            n_node=self.n_node[g:g + 1], n_edge=self.n_edge[g:g + 1],
+            globals=None if self.graph_targets is None else self.graph_targets[g:g + 1])
+
+    def __iter__(self) -> Iterator[jraph.GraphsTuple]:
+        return (self[g] for g in range(len(self)))
+
+    def node_targets_of(self, index: int) -> np.ndarray | None:
+        """`[n, T]` node-level targets of graph `index`, or None."""
+        if self.node_targets is None:
+            return None
+        return self.node_targets[self._rows(self._graph_index(index))[0]]
+
+    def _graph_index(self, index: int) -> int:
+        if not isinstance(index, int | np.integer):
+            raise TypeError(f"a GraphDataset is indexed by one int, got "
+                            f"{type(index).__name__}; use subset(indices) for several graphs")
+        g = int(index) + (len(self) if index < 0 else 0)
+        if not 0 <= g < len(self):
+            raise IndexError(f"graph {index} is out of range for {len(self)} graphs")
+        return g
+
+    def _rows(self, g: int) -> tuple[slice, slice]:
+        n_off, e_off = self.node_offsets, self.edge_offsets
+        return slice(n_off[g], n_off[g + 1]), slice(e_off[g], e_off[g + 1])
+
+    def split(self, fractions: Sequence[float] = (0.8, 0.1, 0.1), *, seed: int = 0,
+              names: Sequence[str] = ("train", "val", "test")) -> dict[str, GraphDataset]:
+        """A random split of the graphs, as `train()` takes it: `{"train": ..., ...}`.
+
+        `fractions` (one per name, summing to 1) are rounded down to whole graphs; the
+        last split takes the rest. Every split gets at least one graph.
+        """
+        if len(fractions) != len(names) or not np.isclose(sum(fractions), 1.0) or \
+                min(fractions) <= 0:
+            raise ValueError(f"fractions must be {len(names)} positive numbers summing to 1 "
+                             f"(one per split {list(names)}), got {list(fractions)}")
+        if len(self) < len(names):
+            raise ValueError(f"{len(self)} graph(s) cannot fill {len(names)} splits")
+        order = np.random.default_rng(seed).permutation(len(self))
+        sizes = [max(1, int(f * len(self))) for f in fractions[:-1]]
+        bounds = np.cumsum([0, *sizes])
+        if bounds[-1] >= len(self):
+            raise ValueError(f"fractions {list(fractions)} leave the last split empty "
+                             f"with {len(self)} graphs")
+        parts = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        parts.append(order[bounds[-1]:])
+        return {name: self.subset(np.sort(p)) for name, p in zip(names, parts, strict=True)}
+
+    @classmethod
+    def from_graphs(cls, graphs: Iterable[Any], *, node_features: str = "x",
+                    edge_features: str | None = None, node_target: str | None = None,
+                    graph_target: str | None = None, node_targets: Sequence | None = None,
+                    graph_targets: Any = None, meta: dict[str, str] | None = None,
+                    ) -> GraphDataset:
+        """A data set from a user's own graphs (`swan_jax.data.convert` reads each one).
+
+        Args:
+          graphs: `jraph.GraphsTuple`s (one or several graphs each; `globals [G, T]` are
+            the graph-level targets), networkx graphs, or dicts with `nodes`, `senders`,
+            `receivers` and optionally `edges`, `node_targets`, `graph_targets` -- mixed
+            freely.
+          node_features, edge_features, node_target, graph_target: networkx only: the
+            node / edge attributes and the `G.graph` key that hold those (None: not read).
+          node_targets: `[n_g, T]` per graph, overriding what the graphs carry.
+          graph_targets: `[G, T]` (or `[G]`), overriding what the graphs carry.
+          meta: short strings saying what produced the data (kept in caches).
+
+        Every graph must carry the same fields; features become `[rows, F]` arrays, and
+        float64 values float32 (JAX's default precision).
+        """
+        from swan_jax.data.convert import Attributes, per_graph
+
+        parts = per_graph(graphs, Attributes(node_features, edge_features, node_target,
+                                             graph_target))
+        if node_targets is not None:
+            if len(node_targets) != len(parts):
+                raise ValueError(f"node_targets has {len(node_targets)} entries for "
+                                 f"{len(parts)} graphs")
+            parts = [{**p, "node_targets": _as_rows(t)}
+                     for p, t in zip(parts, node_targets, strict=True)]
+        targets = None if graph_targets is None else _as_rows(graph_targets)
+        if targets is not None and len(targets) != len(parts):
+            raise ValueError(f"graph_targets has {len(targets)} rows for {len(parts)} graphs")
         return cls(
-            nodes=cat("nodes"),
-            edges=cat("edges"),
-            senders=np.concatenate([g["senders"] for g in graphs]),
-            receivers=np.concatenate([g["receivers"] for g in graphs]),
-            n_node=[len(g["nodes"]) for g in graphs],
-            n_edge=[len(g["senders"]) for g in graphs],
-            node_targets=cat("node_targets"),
-            graph_targets=cat("graph_targets") if graphs and graphs[0].get("graph_targets")
-            is not None else None,
+            nodes=_joined(parts, "nodes", required=True),
+            edges=_joined(parts, "edges"),
+            senders=_joined(parts, "senders", required=True, empty=(0,)),
+            receivers=_joined(parts, "receivers", required=True, empty=(0,)),
+            n_node=[len(p["nodes"]) for p in parts],
+            n_edge=[len(p["senders"]) for p in parts],
+            node_targets=_joined(parts, "node_targets"),
+            graph_targets=targets if targets is not None else _joined(parts, "graph_targets"),
+            meta=dict(meta or {}),
         )
 
     def save(self, path: str | Path, **extra: np.ndarray) -> None:
@@ -216,6 +349,28 @@ class GraphDataset:
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
+
+    @classmethod
+    def read(cls, path: str | Path) -> GraphDataset:
+        """A data set written by `save` (e.g. your own graphs, for `swan-predict --data`).
+
+        Unlike `load` (a cache: None when stale or unreadable), this raises: FileNotFoundError,
+        or ValueError in one line naming the file and what is wrong with it.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist (write one with GraphDataset.save)")
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                if "nodes" not in f or "n_node" not in f:
+                    raise ValueError(f"it holds {sorted(f.files)}, not the arrays of "
+                                     f"GraphDataset.save")
+                fields = {k: (f[k] if k in f else None) for k in _FIELDS}
+                meta = json.loads(str(f["meta_json"])) if "meta_json" in f else {}
+        except (OSError, ValueError, EOFError) as err:
+            raise ValueError(f"{path} is not a GraphDataset file ({err})".replace("\n", " ")
+                             ) from None
+        return cls(**fields, meta=meta if isinstance(meta, dict) else {})
 
     @classmethod
     def load(cls, path: str | Path) -> tuple[GraphDataset, dict[str, np.ndarray]] | None:

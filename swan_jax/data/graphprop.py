@@ -53,7 +53,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -438,9 +437,9 @@ def select_task(raw: dict[str, GraphDataset], task: str, label_columns: str | No
 
 
 def _cache_root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is None:
-        cache_dir = os.environ.get("SWAN_CACHE_DIR") or "cache"
-    return Path(cache_dir)
+    from swan_jax.data.download import default_cache_dir  # beside the downloads
+
+    return default_cache_dir(cache_dir)
 
 
 def load_graphprop_raw(cache_dir: str | Path | None = None, seed: int = DEFAULT_SEED,
@@ -449,9 +448,9 @@ def load_graphprop_raw(cache_dir: str | Path | None = None, seed: int = DEFAULT_
     """Raw splits and training maxima, from the cache when present (shared by all tasks).
 
     Cache: `<cache_dir>/graphprop/raw_seed<seed>_<config hash>_<split>.npz` (default dir
-    `$SWAN_CACHE_DIR`, else `cache/`), each file also holding the training maxima and the
-    family index (into `FAMILY_NAMES`) of each graph. If any split is missing, stale or
-    unreadable, all are regenerated.
+    `$SWAN_CACHE_DIR`, else ~/.cache/swan-jax/processed), each file also holding the
+    training maxima and the family index (into `FAMILY_NAMES`) of each graph. If any
+    split is missing, stale or unreadable, all are regenerated.
     """
     nodes, per_size = _resolve(nodes, per_size)
     config = json.dumps({"nodes": nodes, "per_size": per_size}, sort_keys=True)

@@ -6,15 +6,16 @@ Every loader returns `{"train": ..., "val": ..., "test": ...}` and
   writes there (it may be read-only or shared);
 * looks for a file missing there in `download_dir` (default
   `download.default_download_dir()`: env `SWAN_DOWNLOAD_DIR`, else `~/.cache/swan-jax`)
-  and, with `download=True`, downloads it there from its official URL, atomically (a failed
-  download leaves nothing behind); without network it fails with a message saying which
-  URL to put at which path. `missing_files` / `ensure_available` check all of it up front;
+  and, with `download=True`, downloads it there from its official URL through pooch (md5,
+  retries, a progress bar; a failed download leaves nothing behind); without network it
+  fails with a message saying which URL to put at which path. `missing_files` /
+  `ensure_available` check all of it up front;
 * checks the md5 of each raw file whose official md5 is known (`verify_md5=False`, CLI
   `--no-verify-md5`, to use files of your own);
 * caches the processed graphs as `.npz` under `cache_dir` (default: env `SWAN_CACHE_DIR`,
-  else `cache/` in the working directory; git-ignored), keyed by the raw files' md5 and
-  the loader options, and stamped with `CACHE_VERSION`; a stale or unreadable cache is
-  rebuilt, so only the first run featurises;
+  else `processed/` in the user cache folder, beside the downloads), keyed by the raw
+  files' md5 and the loader options, and stamped with `CACHE_VERSION`; a stale or
+  unreadable cache is rebuilt, so only the first run featurises;
 * takes `limit=k` to process only the first k rows / graphs (quick tests).
 
 Peptides (Dwivedi et al., 2022): 15,535 peptides as OGB molecular graphs
@@ -51,23 +52,16 @@ from tqdm.auto import tqdm
 
 from swan_jax.data import molecules
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.data.download import (
-    default_cache_dir,
-    default_data_dir,
-    default_download_dir,
-    fetch_first,
-    md5_of,
-)
+from swan_jax.data.download import default_cache_dir
 from swan_jax.data.errors import (
     SKIP_BAD_ROWS,
-    VERIFY_MD5,
     ChecksumError,
-    DataError,
     DataFormatError,
     MissingDataError,
     MissingFile,
     switch_hint,
 )
+from swan_jax.data.raw import RawFile, cached_md5, fetch_missing, folders, locate
 from swan_jax.data.safe_pickle import safe_load, safe_load_file
 
 __all__ = ["DATASETS", "ChecksumError", "DataFormatError", "MissingDataError", "MissingFile",
@@ -75,25 +69,6 @@ __all__ = ["DATASETS", "ChecksumError", "DataFormatError", "MissingDataError", "
            "load_peptides_struct", "missing_files"]
 
 SPLITS = ("train", "val", "test")
-
-
-@dataclasses.dataclass(frozen=True)
-class RawFile:
-    """A raw file: its path under a data folder, official URL(s) and md5 (if known).
-
-    `url` is tried first, then `mirrors`; `alternatives` are other paths under the data
-    folder where LRGB's own loaders keep the same file.
-    """
-
-    path: str
-    url: str | None
-    md5: str | None
-    mirrors: tuple[str, ...] = ()
-    alternatives: tuple[str, ...] = ()
-
-    @property
-    def urls(self) -> tuple[str, ...]:
-        return (() if self.url is None else (self.url,)) + self.mirrors
 
 
 def _peptides_file(folder: str, name: str, url: str, md5: str) -> RawFile:
@@ -159,40 +134,14 @@ PASCALVOC_IGNORE_LABEL = 255
 PASCALVOC_NODE_DIM = 14
 
 
-def _dirs(data_dir, download_dir) -> tuple[Path, Path]:
-    return (Path(data_dir) if data_dir is not None else default_data_dir(),
-            Path(download_dir) if download_dir is not None else default_download_dir())
+_dirs = folders
+_md5 = cached_md5
 
 
-# ----------------------------------------------------------------------------- raw files
-
-_MD5_MEMO: dict[tuple[str, int, int], str] = {}
-
-
-def _md5(path: Path) -> str:
-    """md5 of `path`, remembered per (path, size, mtime) within the process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _MD5_MEMO:
-        _MD5_MEMO[key] = md5_of(path)
-    return _MD5_MEMO[key]
-
-
-def _candidates(spec: RawFile, data_dir: Path, download_dir: Path) -> list[Path]:
-    return ([data_dir / spec.path] + [data_dir / alt for alt in spec.alternatives]
-            + [download_dir / spec.path])
-
-
-def _missing(dataset: str, key: str, data_dir: Path, download_dir: Path,
-             reason: str = "not found") -> MissingFile:
-    spec = RAW_FILES[key]
-    looked = [str(p.absolute()) for p in _candidates(spec, data_dir, download_dir)]
-    if key == "pascalvoc_zip":  # extracted pickles count too
-        looked[1:1] = [str((data_dir / f).absolute()) + "/{train,val,test}.pickle"
-                       for f in PASCALVOC_FOLDERS]
-    return MissingFile(dataset, spec.path, tuple(looked), spec.url, spec.md5,
-                       str((download_dir / spec.path).absolute()) if spec.url else None,
-                       reason)
+def _missing(dataset: str, key: str, data_dir: Path, download_dir: Path) -> MissingFile:
+    also = ([str((data_dir / f).absolute()) + "/{train,val,test}.pickle"
+             for f in PASCALVOC_FOLDERS] if key == "pascalvoc_zip" else [])
+    return RAW_FILES[key].missing(dataset, data_dir, download_dir, also_looked=also)
 
 
 def _voc_folder(data_dir: Path) -> Path | None:
@@ -218,7 +167,7 @@ def missing_files(dataset: str, data_dir: str | Path | None = None,
     for key in DATASET_FILES[dataset]:
         if key == "pascalvoc_zip" and _voc_folder(data_dir) is not None:
             continue
-        if not any(p.is_file() for p in _candidates(RAW_FILES[key], data_dir, download_dir)):
+        if RAW_FILES[key].find(data_dir, download_dir) is None:
             out.append(_missing(dataset, key, data_dir, download_dir))
     return out
 
@@ -234,46 +183,18 @@ def ensure_available(datasets, data_dir: str | Path | None = None,
     list means every raw file is on disk (their md5 is checked when they are loaded).
     """
     data_dir, download_dir = _dirs(data_dir, download_dir)
-    still = []
-    for dataset in datasets:
-        for m in missing_files(dataset, data_dir, download_dir):
-            if not (download and m.downloadable):
-                still.append(m)
-                continue
-            key = next(k for k in DATASET_FILES[dataset] if RAW_FILES[k].path == m.file)
-            try:
-                _download(key, download_dir, verify_md5)
-            except DataError as err:
-                still.append(dataclasses.replace(m, reason=f"download failed: {err}"))
-    return still
-
-
-def _download(key: str, download_dir: Path, verify_md5: bool) -> Path:
-    spec = RAW_FILES[key]
-    dest = download_dir / spec.path
-    print(f"Downloading {spec.url} -> {dest}")
-    return fetch_first(spec.urls, dest, spec.md5 if verify_md5 else None)
+    missing = [(next(RAW_FILES[k] for k in DATASET_FILES[dataset]
+                     if RAW_FILES[k].path == m.file), m)
+               for dataset in datasets for m in missing_files(dataset, data_dir, download_dir)]
+    return fetch_missing(missing, download_dir, download_missing=download,
+                         verify_md5=verify_md5)
 
 
 def _raw_path(dataset: str, key: str, data_dir: Path, download_dir: Path, *, verify_md5: bool,
               download: bool) -> tuple[Path, str]:
     """The raw file's local path (downloaded if missing) and its md5 (checked if known)."""
-    spec = RAW_FILES[key]
-    path = next((p for p in _candidates(spec, data_dir, download_dir) if p.is_file()), None)
-    if path is None:
-        if not download or spec.url is None:
-            raise MissingDataError([_missing(dataset, key, data_dir, download_dir)],
-                                   downloads_off=not download)
-        path = _download(key, download_dir, verify_md5)
-    got = _md5(path)
-    if verify_md5 and spec.md5 is not None and got != spec.md5:
-        fix = ("delete it to download it again" if path.is_relative_to(download_dir)
-               else "replace it with the official file")
-        raise ChecksumError(
-            f"{path} has md5 {got}, expected {spec.md5} (the official release): {fix}, or "
-            f"{switch_hint(*VERIFY_MD5)} to use a file of your own.",
-            path=path, url=spec.url, expected=spec.md5, got=got)
-    return path, got
+    return locate(dataset, RAW_FILES[key], data_dir, download_dir, verify_md5=verify_md5,
+                  download_missing=download)
 
 
 def _cache_file(cache_dir: Path, name: str, *parts) -> Path:
@@ -415,7 +336,7 @@ def _load_peptides(name: str, csv_key: str, split_key: str, target_columns, pars
                    data_dir, cache_dir, download_dir, limit, skip_bad_rows, verify_md5,
                    download, progress) -> dict[str, GraphDataset]:
     data_dir, download_dir = _dirs(data_dir, download_dir)
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache_dir = default_cache_dir(cache_dir)
     missing = missing_files(name, data_dir, download_dir)
     if missing and not download:
         raise MissingDataError(missing, downloads_off=True)
@@ -616,7 +537,7 @@ def load_pascalvoc_sp(data_dir: str | Path | None = None, cache_dir: str | Path 
     "standardized".
     """
     data_dir, download_dir = _dirs(data_dir, download_dir)
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache_dir = default_cache_dir(cache_dir)
     missing = missing_files("pascalvoc-sp", data_dir, download_dir)
     if missing and not download:
         raise MissingDataError(missing, downloads_off=True)

@@ -37,22 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.data.download import (
-    default_cache_dir,
-    default_data_dir,
-    default_download_dir,
-    fetch,
-    md5_of,
-)
-from swan_jax.data.errors import (
-    VERIFY_MD5,
-    ChecksumError,
-    DataError,
-    DataFormatError,
-    MissingDataError,
-    MissingFile,
-    switch_hint,
-)
+from swan_jax.data.download import default_cache_dir, md5_of
+from swan_jax.data.errors import DataError, DataFormatError, MissingDataError, MissingFile
+from swan_jax.data.raw import RawFile, check_md5, fetch_missing, folders
 
 __all__ = ["DATASETS", "NodeClassificationData", "ensure_available", "load_node_dataset",
            "load_ogbn_arxiv", "load_questions", "load_tolokers", "missing_files"]
@@ -130,9 +117,16 @@ class NodeClassificationData:
 
 # ------------------------------------------------------------------------ where files are
 
-def _dirs(data_dir, download_dir) -> tuple[Path, Path]:
-    return (Path(data_dir) if data_dir is not None else default_data_dir(),
-            Path(download_dir) if download_dir is not None else default_download_dir())
+_dirs = folders
+
+
+def _raw_files(name: str) -> list[RawFile]:
+    """The data set's files as `RawFile`s (the md5 is known for the first file only)."""
+    spec = _SPECS[name]
+    return [RawFile(f"{spec.folders[0]}/{f}", spec.url, spec.md5 if i == 0 else None,
+                    alternatives=tuple(f"{folder}/{f}" for folder in spec.folders[1:]),
+                    downloadable=spec.md5 is not None, note=spec.fetch_note)
+            for i, f in enumerate(spec.files)]
 
 
 def _folders(name: str, data_dir: Path, download_dir: Path) -> list[Path]:
@@ -164,19 +158,8 @@ def missing_files(name: str, data_dir: str | Path | None = None,
     data_dir, download_dir = _dirs(data_dir, download_dir)
     if _folder_with_files(name, data_dir, download_dir) is not None:
         return []
-    spec, folders = _SPECS[name], _folders(name, data_dir, download_dir)
-    out = []
-    for f in spec.files:
-        if any((folder / f).is_file() for folder in folders):
-            continue
-        looked = tuple(str((folder / f).absolute()) for folder in folders)
-        if spec.md5 is not None:
-            out.append(MissingFile(name, f"{spec.folders[0]}/{f}", looked, spec.url, spec.md5,
-                                   str((download_dir / spec.folders[0] / f).absolute())))
-        else:
-            out.append(MissingFile(name, f"{spec.folders[0]}/{f}", looked, spec.url, None,
-                                   None, f"not found; {spec.fetch_note}"))
-    return out
+    return [raw.missing(name, data_dir, download_dir) for raw in _raw_files(name)
+            if raw.find(data_dir, download_dir) is None]
 
 
 def ensure_available(names, data_dir: str | Path | None = None,
@@ -188,18 +171,12 @@ def ensure_available(names, data_dir: str | Path | None = None,
     not raised.
     """
     data_dir, download_dir = _dirs(data_dir, download_dir)
-    still = []
+    missing = []
     for name in names:
-        for m in missing_files(name, data_dir, download_dir):
-            if not (download and m.downloadable):
-                still.append(m)
-                continue
-            try:
-                print(f"Downloading {m.url} -> {m.download_to}")
-                fetch(m.url, m.download_to, m.md5 if verify_md5 else None)
-            except DataError as err:
-                still.append(dataclasses.replace(m, reason=f"download failed: {err}"))
-    return still
+        raws = {raw.path: raw for raw in _raw_files(name)}
+        missing += [(raws[m.file], m) for m in missing_files(name, data_dir, download_dir)]
+    return fetch_missing(missing, download_dir, download_missing=download,
+                         verify_md5=verify_md5)
 
 
 def _raw_folder(name: str, data_dir: Path, download_dir: Path, *, verify_md5: bool,
@@ -209,15 +186,8 @@ def _raw_folder(name: str, data_dir: Path, download_dir: Path, *, verify_md5: bo
     if missing:
         raise MissingDataError(missing, downloads_off=not download)
     folder = _folder_with_files(name, data_dir, download_dir)
-    spec = _SPECS[name]
-    if verify_md5 and spec.md5 is not None:
-        path = folder / spec.files[0]
-        got = md5_of(path)
-        if got != spec.md5:
-            raise ChecksumError(
-                f"{path} has md5 {got}, expected {spec.md5} (the release): replace it with "
-                f"the official file, or {switch_hint(*VERIFY_MD5)} to use a file of your own.",
-                path=path, url=spec.url, expected=spec.md5, got=got)
+    first = _raw_files(name)[0]
+    check_md5(first, folder / _SPECS[name].files[0], download_dir, verify_md5=verify_md5)
     return folder
 
 
@@ -373,7 +343,7 @@ def load_node_dataset(name: str, data_dir: str | Path | None = None,
     """
     _check_name(name)
     data_dir, download_dir = _dirs(data_dir, download_dir)
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache_dir = default_cache_dir(cache_dir)
     folder = _raw_folder(name, data_dir, download_dir, verify_md5=verify_md5,
                          download=download)
     md5s = [md5_of(folder / f) for f in _SPECS[name].files]

@@ -46,13 +46,13 @@ Variants (`variant=`, default "paper"):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.data.download import default_cache_dir
 from swan_jax.graphs import networkx_edges
 
 TOPOLOGIES = ("line", "ring", "crossed-ring")
@@ -164,26 +164,21 @@ def make_transfer_dataset(topology: str, distance: int, num_graphs: int,
     )
 
 
-def _cache_root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is None:
-        cache_dir = os.environ.get("SWAN_CACHE_DIR") or "cache"
-    return Path(cache_dir)
-
-
 def load_transfer(topology: str, distance: int, cache_dir: str | Path | None = None,
                   seeds: tuple[int, int, int] = DEFAULT_SEEDS,
                   sizes: tuple[int, int, int] = DEFAULT_SIZES, *,
                   variant: str = "paper") -> dict[str, GraphDataset]:
     """Train / val / test sets (`sizes` graphs, one seed per split), cached as `.npz`.
 
-    The cache lives under `cache_dir` (default: `$SWAN_CACHE_DIR`, else `cache/`) in
+    The cache lives under `cache_dir` (default: `$SWAN_CACHE_DIR`, else the
+    user cache folder's `processed/`: `swan_jax.data.download.default_cache_dir`) in
     `transfer/`, one file per split named after topology, distance, size and seed (and the
     variant, when it is not "paper"); a missing, stale or unreadable file is regenerated.
     """
     _check(topology, distance, variant)
     if len(seeds) != len(SPLITS) or len(sizes) != len(SPLITS):
         raise ValueError(f"need one seed and one size per split {SPLITS}")
-    root = _cache_root(cache_dir) / "transfer"
+    root = default_cache_dir(cache_dir) / "transfer"
     prefix = "" if variant == "paper" else f"{variant}_"
     out = {}
     for split, seed, size in zip(SPLITS, seeds, sizes, strict=True):
