@@ -172,3 +172,17 @@ def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path
     assert full_cfg.epochs == 1500 and dict(full_cfg.grid)["hidden"] == (30,)
     other = {**screened, "config": {**screened["config"], "epochs": 50}}  # another protocol
     assert not gather.resolve(full, entries, [other]).runnable
+
+
+def test_command_line_refusals_are_one_line(tmp_path, capsys):
+    from swan_jax.experiments.campaign.__main__ import main
+
+    with pytest.raises(SystemExit, match="--budget-minutes must be > 0"):
+        main(["run", "--budget-minutes", "0"])
+    with pytest.raises(SystemExit, match="campaign: .*missing.toml: no such plan file"):
+        main(["status", "--plan", str(tmp_path / "missing.toml"), "--device-kind", "h200"])
+    (tmp_path / "x.npz").write_bytes(b"not a bundle")
+    with pytest.raises(SystemExit, match="campaign: .*x.npz: not a campaign bundle"):
+        main(["run", "--plan", str(REPO / "reproductions/campaign/plan.toml"),
+              "--reproductions", str(tmp_path), "--bundle-in", str(tmp_path / "x.npz"),
+              "--device-kind", "cpu-2core", "--budget-minutes", "1", "--no-render"])
