@@ -13,12 +13,15 @@ def x64():
 
 @pytest.fixture(autouse=True, scope="session")
 def _downloads_never_go_to_the_home_folder(tmp_path_factory):
-    """Loaders download into env SWAN_DOWNLOAD_DIR (default ~/.cache/swan-jax): in tests,
-    a session temp folder (subprocesses inherit it). Nothing downloads from the internet in
+    """Loaders download into env SWAN_DOWNLOAD_DIR (default ~/.cache/swan-jax) and cache
+    into SWAN_CACHE_DIR (default ~/.cache/swan-jax/processed): in tests, session temp
+    folders (subprocesses inherit them). Nothing downloads from the internet in
     tests; this only keeps local-server downloads out of the user's home."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SWAN_DOWNLOAD_DIR", str(tmp_path_factory.mktemp("downloads")))
         mp.setenv("SWAN_DOWNLOAD_RETRIES", "0")  # a failing stub is asked once, no pauses
+        # the processed-data cache defaults to the user cache folder: a temp one in tests
+        mp.setenv("SWAN_CACHE_DIR", str(tmp_path_factory.mktemp("processed")))
         yield
 
 
