@@ -1,12 +1,53 @@
-"""Epoch checkpoints with orbax: atomic saves, newest two kept, JSON metadata beside."""
+"""Epoch checkpoints with orbax: atomic saves, newest two kept, JSON metadata beside.
+
+A save that fails (a full disk, a quota, an I/O error) and a checkpoint that cannot be
+read back end as one line naming the folder and what to do (`CheckpointError`), not as
+orbax's tracebacks from its writer threads: the previous checkpoints stay as they were.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+
+from swan_jax.io import OutputWriteError, failure_reason
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written or read (one line: the folder, what to do)."""
+
+
+class CheckpointWriteError(CheckpointError, OutputWriteError):
+    """Saving a checkpoint failed; the earlier checkpoints are intact."""
+
+
+class CheckpointUnreadable(CheckpointError):
+    """A checkpoint on disk is truncated or corrupt."""
+
+
+class _Drop(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_orbax() -> Iterator[None]:
+    """Silence orbax's absl log while it saves or restores: a failure in its writer
+    threads is logged there with a traceback per thread before it is raised to us, and
+    we raise it as one line instead."""
+    logger, drop = logging.getLogger("absl"), _Drop()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 class CheckpointStore:
@@ -30,22 +71,64 @@ class CheckpointStore:
         return self._manager.latest_step()
 
     def save(self, epoch: int, state: Any, meta: dict[str, Any]) -> None:
-        self._manager.save(epoch, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
-        self._manager.wait_until_finished()
+        """Write epoch `epoch`; raise `CheckpointWriteError` (one line) if it fails."""
+        try:
+            with _quiet_orbax():
+                self._manager.save(epoch, args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
+                self._manager.wait_until_finished()
+        except Exception as err:  # noqa: BLE001 - orbax wraps OS errors in ValueError
+            self._discard_partial(epoch)
+            kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
+            resume = (f"--resume continues from epoch {max(kept)}, kept in "
+                      f"{self.directory / str(max(kept))}" if kept else
+                      "no earlier checkpoint is kept, so the program starts again")
+            raise CheckpointWriteError(
+                f"could not write the checkpoint of epoch {epoch} to "
+                f"{self.directory / str(epoch)} ({failure_reason(err)}): free space there "
+                f"(or choose another --checkpoint-dir) and run the same command again; "
+                f"{resume}") from None
+
+    def _discard_partial(self, epoch: int) -> None:
+        """Remove orbax's temporary folder of a failed save (it holds the space we need)."""
+        for partial in self.directory.glob(f"{epoch}.orbax-checkpoint-tmp*"):
+            shutil.rmtree(partial, ignore_errors=True)
 
     def restore(self, like: Any, epoch: int | None = None) -> tuple[Any, dict[str, Any]]:
-        """Restore the state shaped like `like` (a pytree of arrays) and its metadata."""
+        """Restore the state shaped like `like` (a pytree of arrays) and its metadata.
+
+        Raises `CheckpointUnreadable` (one line) for a truncated or corrupt checkpoint.
+        """
         epoch = self.latest_epoch() if epoch is None else epoch
         if epoch is None:
             raise FileNotFoundError(f"no checkpoint in {self.directory}")
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
-        restored = self._manager.restore(epoch, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+        with _readable(self.directory, epoch, self._manager.all_steps()):
+            restored = self._manager.restore(epoch, args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+            if not isinstance(restored["meta"], dict):
+                raise ValueError("its metadata is not a JSON object")
         return restored["state"], restored["meta"]
 
     def close(self) -> None:
-        self._manager.close()
+        with _quiet_orbax(), contextlib.suppress(Exception):  # after a failed save too
+            self._manager.close()
+
+
+@contextlib.contextmanager
+def _readable(directory: Path, epoch: int, steps) -> Iterator[None]:
+    """Turn any failure to read checkpoint `epoch` into one `CheckpointUnreadable` line."""
+    try:
+        with _quiet_orbax():
+            yield
+    except Exception as err:  # noqa: BLE001 - orbax, tensorstore and JSON all fail differently
+        older = sorted(e for e in steps if e < epoch)
+        instead = (f"delete that folder to resume from epoch {older[-1]}" if older else
+                   "delete that folder")
+        raise CheckpointUnreadable(
+            f"the checkpoint {directory / str(epoch)} cannot be read "
+            f"({failure_reason(err)}); it is truncated or corrupt: {instead}, or pass "
+            f"--overwrite (without --resume) to start the program again") from None
 
 
 def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_params",
@@ -62,8 +145,9 @@ def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_par
         epoch = manager.latest_step() if epoch is None else epoch
         if epoch is None:
             raise FileNotFoundError(f"no checkpoint in {directory}")
-        restored = manager.restore(epoch, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore()))
+        with _readable(Path(directory).absolute(), epoch, manager.all_steps()):
+            restored = manager.restore(epoch, args=ocp.args.Composite(
+                state=ocp.args.StandardRestore()))
     stacked = restored["state"][key]
     runs = jax.tree_util.tree_leaves(stacked)[0].shape[0]
     if not 0 <= run < runs:

@@ -8,8 +8,10 @@ cannot be created or written, is refused with one line naming the flag.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +25,44 @@ def json_default(value: Any):
     return str(value)
 
 
+# The OS error code inside the text of wrapped errors (orbax / tensorstore: "... No space
+# left on device [os_error_code='28']").
+_OS_CODE = re.compile(r"os_error_code='?(\d+)")
+
+
+def failure_reason(err: BaseException) -> str:
+    """A short reason for a failed write or read: the OS's words when there is an OS error
+    inside (`No space left on device`), else the error's first line (at most 160 chars)."""
+    code = getattr(err, "errno", None)
+    match = _OS_CODE.search(str(err))
+    if code is None and match:
+        code = int(match.group(1))
+    if isinstance(code, int) and code > 0:
+        return os.strerror(code)
+    lines = str(err).strip().splitlines()
+    first = lines[0] if lines else ""
+    text = f"{type(err).__name__}: {first}" if first else type(err).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write `text` via a temporary file and a rename (creates the parent folder)."""
+    """Write `text` via a temporary file and a rename (creates the parent folder).
+
+    Raises `OutputWriteError` (one line naming the file) when the write fails, e.g. on a
+    full disk; the file at `path` is then as it was, and no temporary file is left.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputWriteError(f"could not write {path} ({failure_reason(err)}): free space "
+                               f"there or choose another folder, then run the same command "
+                               f"again with --resume") from None
 
 
 def save_json_atomic(path: str | Path, payload: Any, overwrite: bool = False) -> None:
@@ -62,3 +95,8 @@ def check_output_dir(path: str | Path, flag: str) -> None:
 
 class OutputPathError(ValueError):
     """An output folder (results, checkpoints, cache) is a file or cannot be written."""
+
+
+class OutputWriteError(RuntimeError):
+    """A file a run writes could not be written (a full disk, a quota, an I/O error); the
+    message is one line naming the file and what to do."""

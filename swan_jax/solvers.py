@@ -52,6 +52,42 @@ MAX_UNROLL = 8  # layers unrolled per scan iteration: full unroll for the paper'
 ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's error text
 
 
+# Implicit solvers (kvaerno3/5) solve each stage with the dense Jacobian of the whole state
+# (`N * d` numbers per run): `[n, n]` floats, built by `n` evaluations of the field and
+# factorised at `n**3 / 3` flops. At 4096 numbers that is 64 MiB and seconds per step on a
+# CPU; a batch of 64 transfer graphs asked for hundreds of GB and never finished an epoch.
+MAX_IMPLICIT_STATE = 4096
+EXPLICIT_ADVICE = "a fixed-step solver such as 'euler' or 'heun'"
+IMPLICIT_ADVICE = "a stiff solver such as 'kvaerno5'"
+
+
+class SolverTooLarge(ValueError):
+    """An implicit solver asked for a state too large for its dense Jacobian (raised while
+    tracing, before anything is compiled)."""
+
+
+def implicit_fits(num_numbers: int) -> bool:
+    """Whether an implicit solver's dense Jacobian of a state this size is practical."""
+    return num_numbers <= MAX_IMPLICIT_STATE
+
+
+def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """Refuse an implicit solver on a state `shape = [N, d]` over `MAX_IMPLICIT_STATE`."""
+    n = int(np.prod(shape))
+    if implicit_fits(n):
+        return
+    nodes, width = (shape[0], int(np.prod(shape[1:]))) if len(shape) > 1 else (n, 1)
+    gib = n * n * itemsize / 2**30
+    raise SolverTooLarge(
+        f"solver {name!r} is implicit: each step uses the dense Jacobian of the whole state, "
+        f"here {nodes:,} nodes x {width} channels = {n:,} numbers, a [{n:,}, {n:,}] matrix "
+        f"({gib:,.1f} GiB per run) built from {n:,} evaluations of the field; implicit "
+        f"solvers take states of at most {MAX_IMPLICIT_STATE:,} numbers "
+        f"({max(MAX_IMPLICIT_STATE // max(width, 1), 0):,} nodes at this width): use an "
+        f"explicit solver ('tsit5', 'dopri5', 'bosh3', or the fixed-step 'euler', 'heun') or "
+        f"fewer nodes per batch")
+
+
 class SolverError(eqx.EquinoxRuntimeError):
     """An integration failed at run time: the step budget ran out, a fixed implicit step
     failed, or the state became non-finite. Its message (first line) says what to change.
@@ -239,6 +275,8 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
     ops = build_operators(params, graph, x0, cfg)
     times = layer_times(cfg, x0.dtype)
     name = solver if isinstance(solver, str) else type(solver).__name__
+    if isinstance(diffrax_solver, diffrax.AbstractImplicitSolver):  # shapes are static here
+        check_implicit_size(name, x0.shape, x0.dtype.itemsize)
     if not adaptive and max_steps is not None and max_steps < cfg.num_layers:
         raise ValueError(f"max_steps={max_steps} is below num_layers={cfg.num_layers}: a "
                          f"fixed-step solver takes exactly num_layers steps")
@@ -273,8 +311,9 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
         solution.ys,
         solution.result == diffrax.RESULTS.max_steps_reached,
         f"{ERROR_PREFIX}solver {name!r} used its whole budget of max_steps={steps} steps before "
-        f"t1 = num_layers * epsilon: loosen rtol/atol, raise max_steps, or try a "
-        f"stiff solver such as 'kvaerno5'",
+        f"t1 = num_layers * epsilon: loosen rtol/atol, raise max_steps, or try "
+        # only what can run on this state: an implicit solver's Jacobian may not fit
+        f"{IMPLICIT_ADVICE if implicit_fits(x0.size) else EXPLICIT_ADVICE}",
     )
     ys = eqx.error_if(
         ys,

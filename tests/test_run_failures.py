@@ -12,6 +12,7 @@ import gzip
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,18 +83,15 @@ def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
         tmp_path, monkeypatch, capsys):
     from swan_jax.train import _loop
 
-    real_epoch, calls = _loop.run_epoch, []
+    real_epoch, calls = _loop.train_epoch, []
 
-    def interrupted_in_the_second_epoch(step, state, hp, batches, to_device):
+    def interrupted_in_the_second_epoch(pipeline, state, hp, epoch, on_steps):
         calls.append(1)
         if len(calls) == 2:
-            def ctrl_c():
-                raise KeyboardInterrupt
-                yield
-            batches = ctrl_c()
-        return real_epoch(step, state, hp, batches, to_device)
+            raise KeyboardInterrupt
+        return real_epoch(pipeline, state, hp, epoch, on_steps)
 
-    monkeypatch.setattr(_loop, "run_epoch", interrupted_in_the_second_epoch)
+    monkeypatch.setattr(_loop, "train_epoch", interrupted_in_the_second_epoch)
     argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
             str(tmp_path / "cache")]
     capsys.readouterr()
@@ -104,11 +102,18 @@ def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
     assert f"interrupted: 1 epoch(s) of the running program are safely checkpointed in " \
            f"{folder}" in err
     command = re.search(r"resume with: (.*)", err).group(1)
-    assert command == shlex.join(["python", "-m", "swan_jax.experiments.transfer", *argv,
+    assert command == shlex.join([sys.executable, "-m", "swan_jax.experiments.transfer", *argv,
                                   "--resume"])
-    monkeypatch.setattr(_loop, "run_epoch", real_epoch)
+    monkeypatch.setattr(_loop, "train_epoch", real_epoch)
+
+    def no_space_for_the_figure(cells, path):  # issue 23: a figure never fails the run
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(transfer.EXPERIMENT, "plot", no_space_for_the_figure)
     assert transfer.main(shlex.split(command)[3:]) == 0
-    assert "resuming after epoch 1 of 3" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "resuming after epoch 1 of 3" in out
+    assert f"warning: the figure {tmp_path / 'res' / 'transfer.png'} was not written" in err
     [record] = json.loads((tmp_path / "res" / "results.json").read_text())["records"]
     assert record["epochs_completed"] == 3
 

@@ -374,7 +374,12 @@ class GraphDataset:
 
     @classmethod
     def load(cls, path: str | Path) -> tuple[GraphDataset, dict[str, np.ndarray]] | None:
-        """The cached data set and its extras, or None when missing, stale or unreadable."""
+        """The cached data set and its extras, or None when missing, stale or unreadable
+        (a truncated or corrupt file is named on stderr; the caller rebuilds it)."""
+        import sys
+        import zipfile
+        import zlib
+
         try:
             with np.load(path, allow_pickle=False) as f:
                 if "cache_version" not in f or int(f["cache_version"]) != CACHE_VERSION:
@@ -382,7 +387,11 @@ class GraphDataset:
                 fields = {k: (f[k] if k in f else None) for k in _FIELDS}
                 extra = {k[len("extra_"):]: f[k] for k in f.files if k.startswith("extra_")}
                 meta = json.loads(str(f["meta_json"])) if "meta_json" in f else {}
-        except (OSError, ValueError, KeyError, EOFError):
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+            print(f"cache {path} is unreadable ({type(err).__name__}: {err}); rebuilding it",
+                  file=sys.stderr, flush=True)
             return None
         if not isinstance(meta, dict):
             return None

@@ -3,8 +3,10 @@ training curves of every program (`plot_curves`, the `swan-curves` command)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,19 +68,42 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
     return "\n".join(lines).rstrip() + "\n"
 
 
+def figure(**options: Any):
+    """A `matplotlib.figure.Figure` outside pyplot (`options`: `figsize`, ...).
+
+    Library code draws on these: `savefig` renders with the Agg canvas whatever the
+    session's backend, nothing registers with pyplot (no figure left open), and the
+    process-wide backend a notebook or GUI chose is never switched.
+    """
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
+def draw_figure(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
+    """`exp.plot(cells, path)`, where a failure (a full disk, a font, a backend) is one line
+    on stderr, not the end of a run whose results are already written."""
+    try:
+        return bool(exp.plot(cells, path))
+    except Exception as err:  # noqa: BLE001 - any drawing failure; the results stand
+        reason = " ".join(f"{type(err).__name__}: {err}".split())
+        print(f"warning: the figure {path} was not written ({reason}); the results beside it "
+              f"are complete, and the same command with --resume draws it again without "
+              f"training", file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):
+            Path(path).unlink()  # no half-written image beside complete results
+        return False
+
+
 def plot_against_paper(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
     """Our test metric per cell (mean ± std over seeds) with the paper's value beside it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = [c for c in cells if math.isfinite(c["test_mean"])]
     if not rows:
         return False
     labels = [" / ".join(str(c[a]) for a in exp.cell_axes if a in c) for c in rows]
     y = range(len(rows))
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.4))
+    fig = figure(figsize=(7, 0.45 * len(rows) + 1.4))
+    ax = fig.subplots()
     ax.errorbar([exp.scale(c) * c["test_mean"] for c in rows], y,
                 xerr=[exp.scale(c) * c["test_std"] for c in rows], fmt="o", label="swan-jax")
     paper = [(i, c["paper"]) for i, c in enumerate(rows) if c.get("paper")]
@@ -95,7 +120,6 @@ def plot_against_paper(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> b
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return True
 
 
@@ -111,11 +135,6 @@ def _band(ax, epochs, values, label):
 
 def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
     """Draw every `history.jsonl` under `folder` to `out` (default `folder/curves.png`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     folder = Path(folder)
     files = sorted(folder.rglob(HISTORY_FILE))
     files = [f for f in files if read_history(f)]
@@ -126,7 +145,8 @@ def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
     schedule = any(len({tuple(h["lr"]) for h in hist if "lr" in h}) > 1
                    for hist in histories.values())
     panels = ["train_loss", "val"] + (["lr"] if schedule else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    fig = figure(figsize=(4.6 * len(panels), 3.6))
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for name, hist in histories.items():
         epochs = [h["epoch"] + 1 for h in hist]
         for ax, key in zip(axes[0], panels, strict=True):
@@ -146,5 +166,4 @@ def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
     out = Path(out) if out is not None else folder / "curves.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=130)
-    plt.close(fig)
     return out

@@ -1,0 +1,103 @@
+"""Ctrl-C and SIGTERM end a command-line run the same way, within seconds.
+
+Python runs a signal handler only when the main thread is back in Python. A compiled
+training step (an implicit solver's Newton iterations over a large graph, say) can keep
+it inside XLA for minutes, and a batch system's SIGTERM was not handled at all (exit 143,
+no message). `interrupts_like_ctrl_c` installs one handler for SIGINT and SIGTERM that
+raises `KeyboardInterrupt`, the path that prints what is checkpointed and the resume
+command; and a watchdog thread, woken through `signal.set_wakeup_fd` (written by the C
+handler even while the main thread is stuck), that ends the process with the caller's
+message when that handler has not run within `grace` seconds. Ending it then is as safe
+as SIGKILL, which the checkpoints survive: each is written to a temporary folder and
+renamed when complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.handled = threading.Event()
+
+
+_state = _State()
+
+
+def exit_code() -> int:
+    """128 + the signal that ended the run (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + (_state.signum or signal.SIGINT)
+
+
+def signal_name() -> str:
+    """"Ctrl-C" or "SIGTERM": what ended the run (for its message)."""
+    return "SIGTERM" if _state.signum == signal.SIGTERM else "Ctrl-C"
+
+
+def _handler(signum: int, frame) -> None:
+    _state.signum = signum
+    _state.handled.set()
+    raise KeyboardInterrupt
+
+
+def _watch(read_fd: int, grace: float, stuck_message: Callable[[], str],
+           stop: threading.Event) -> None:
+    """Wait for a signal byte; give the main thread `grace` seconds to act on it."""
+    while not stop.is_set():
+        try:
+            data = os.read(read_fd, 16)
+        except OSError:
+            return
+        if not data or stop.is_set():
+            return
+        signum = next((b for b in data if b in HANDLED), None)
+        if signum is None:
+            continue
+        if _state.handled.wait(grace) or stop.is_set():
+            return  # the main thread took it (or the run is over)
+        _state.signum = signum
+        with contextlib.suppress(Exception):
+            sys.stderr.write(stuck_message() + "\n")
+            sys.stderr.flush()
+        os._exit(exit_code())
+
+
+@contextlib.contextmanager
+def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5.0
+                           ) -> Iterator[None]:
+    """SIGINT and SIGTERM raise `KeyboardInterrupt` inside the block; if the main thread
+    does not get to that within `grace` seconds, print `stuck_message()` and exit with
+    128 + the signal. A no-op outside the main thread (signals go to the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _state.signum, _state.handled = None, threading.Event()
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    previous = {s: signal.signal(s, _handler) for s in HANDLED}
+    old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(read_fd, grace, stuck_message, stop),
+                               name="swan-interrupt-watchdog", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        signal.set_wakeup_fd(old_fd)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        os.write(write_fd, b"\0")  # wakes the watcher, which sees `stop`
+        watcher.join(timeout=1.0)
+        os.close(write_fd)
+        if not watcher.is_alive():
+            os.close(read_fd)
