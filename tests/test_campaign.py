@@ -6,9 +6,12 @@ most a few seconds after compiling.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +189,26 @@ def test_command_line_refusals_are_one_line(tmp_path, capsys):
         main(["run", "--plan", str(REPO / "reproductions/campaign/plan.toml"),
               "--reproductions", str(tmp_path), "--bundle-in", str(tmp_path / "x.npz"),
               "--device-kind", "cpu-2core", "--budget-minutes", "1", "--no-render"])
+
+
+class SigtermAtEpochTwo(Deadline):
+    """A generous deadline; the process sends itself SIGTERM after the 2nd epoch."""
+
+    def on_epoch_end(self, epoch, record):
+        if epoch == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        super().on_epoch_end(epoch, record)
+
+
+def test_sigterm_stops_after_a_checkpoint_bundles_and_starts_nothing_else(tmp_path):
+    first, second = _entry("gcn"), dataclasses.replace(_entry("gcn"), id="transfer/ring/3/gcn",
+                                                       config={**_entry("gcn").config,
+                                                               "topologies": ["ring"]})
+    opts = _setup(tmp_path, [first, second], "a")
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    lines = loop.run_campaign(opts, deadline=SigtermAtEpochTwo(time.monotonic() + 3600))
+    assert any("interrupted (stopped after a checkpoint)" in line for line in lines)
+    meta = bundle.read_meta(opts.bundle_path(first))
+    assert meta["programs"][0]["epoch"] in (2, 3)  # the epoch under way is saved or not run
+    assert not (opts.work / second.slug).exists()  # no further cell started
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers

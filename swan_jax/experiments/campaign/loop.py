@@ -119,14 +119,14 @@ def _record(state: dict[str, Any], entry: Entry, outcome: CellOutcome, opts: Opt
             outcome.seconds / outcome.epochs, 4)
 
 
-def _install_signals() -> dict[int, Any]:
-    """SIGTERM behaves as Ctrl-C: training stops after its newest checkpoint. Returns the
-    handlers it replaced (both signals)."""
+def _install_signals(deadline: Deadline) -> dict[int, Any]:
+    """SIGTERM and Ctrl-C stop training after its newest checkpoint and end the call (no
+    further cell starts). Returns the handlers they replace."""
     def stop(signum, frame):
+        deadline.interrupted = True
         raise KeyboardInterrupt
 
-    return {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-            signal.SIGTERM: signal.signal(signal.SIGTERM, stop)}
+    return {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
 def _quiet_signals() -> None:
@@ -179,7 +179,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
     done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
-    previous = _install_signals()
+    previous = _install_signals(deadline)
     try:
         for entry in select(entries, opts, done):
             left = deadline.left() / 60
@@ -208,6 +208,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     try:
         outcome = run_cell(entry, work, deadline, **opts.overrides)
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
+        deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, deadline.epochs, 0.0, stopped="interrupted")
     except Exception as err:  # one cell's failure (missing data, a bug) stops only it
         line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
@@ -221,7 +222,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
              f"epoch(s) in {outcome.seconds / 60:.1f} min" + (f"; {outcome.stopped}" if
                                                             outcome.stopped else "") + ")"]
     lines += _finish_cell(entry, outcome, opts, work)
-    _install_signals()  # back to stopping cleanly
+    _install_signals(deadline)  # back to stopping cleanly
     print("\n".join(lines), flush=True)
     return lines
 

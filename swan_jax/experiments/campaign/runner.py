@@ -42,12 +42,15 @@ class Deadline:
     clock: Callable[[], float] = time.monotonic
     report_seconds: float = 120.0  # a progress line at most this often
     epochs: int = 0
+    interrupted: bool = False  # a signal: no further epoch or program starts
     label: str = ""  # the program under way and its epoch cap (progress lines)
     cap: int = 0
     _last: float | None = None
     _reported: float = -float("inf")
 
     def left(self) -> float:
+        if self.interrupted:
+            return -float("inf")
         return self.deadline - self.margin - self.clock()
 
     def start_program(self, first_epoch_seconds: float) -> bool:
@@ -144,7 +147,8 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *, first_epoch_second
             result = sweep.train_program(exp, cfg, program, splits,
                                          on_epoch_end=deadline.on_epoch_end)
         except TrainingInterrupted:
-            stopped = "budget spent (stopped after a checkpoint)"
+            stopped = ("interrupted" if deadline.interrupted else "budget spent") + (
+                " (stopped after a checkpoint)")
             break
         results.add(sweep.program_record(exp, cfg, program, result, splits))
     done = sum(results.done(sweep.done_key(cfg, p)) for p in programs)
