@@ -3,7 +3,11 @@
 1. Benchmark 1 on both paths (SWAN, SWAN-learn, GCN training steps; segment sums against
    gathers) -> `benchmarks.train_step`.
 2. Four vmapped seeds against one, both paths -> `benchmarks.seeds`.
-3. A Peptides-func SWAN training run (batch 64, d 128, 5 Euler layers, AdamW 1e-3) for the
+3. The epoch anatomy of both pipelines (Peptides-func, transfer line k = 10 on the paper's
+   grid, GraphProp, Tolokers) -> `benchmarks.epoch_anatomy`.
+4. The authors' PyTorch SWAN on the same GPU and data (`--ref`, its `models/swan.py`),
+   with swan-jax's step and epoch in the same process -> `benchmarks.reference_pytorch`.
+5. A Peptides-func SWAN training run (batch 64, d 128, 5 Euler layers, AdamW 1e-3) for the
    minutes left, resumable across separate runs: the run's checkpoints live in a folder
    that `gpu_check.sh` packs into one file under `$OUT` and unpacks next time.
 
@@ -77,6 +81,30 @@ def training(state_dir: Path, deadline: float, smoke: bool) -> dict:
             "paper_epoch_s_rtx3090": 2.88}
 
 
+def _anatomy(out: Path, smoke: bool) -> dict:
+    from benchmarks import epoch_anatomy
+
+    path = out / "epoch_anatomy.json"
+    epoch_anatomy.main(["--out", str(path), "--epochs", "3", "--repeat", "3",
+                        *(["--quick"] if smoke else [])])
+    return json.loads(path.read_text())
+
+
+def _reference(out: Path, ref: str | None, smoke: bool) -> dict:
+    if ref is None or not Path(ref).is_file():
+        return {"skipped": f"no reference model file ({ref!r}): pass --ref PATH/swan.py"}
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return {"skipped": "torch is not installed here"}
+    from benchmarks import reference_pytorch
+
+    path = out / "reference_pytorch.json"
+    reference_pytorch.main(["--ref", ref, "--out", str(path), "--rounds", "2",
+                            *(["--quick"] if smoke else [])])
+    return json.loads(path.read_text())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -84,8 +112,11 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes", type=float, default=7.0,
                         help="finish everything within this many minutes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for a CPU run")
-    parser.add_argument("--only", default="bench,seeds,training",
-                        help="comma list of the parts to run: bench, seeds, training")
+    parser.add_argument("--only", default="bench,seeds,anatomy,reference,training",
+                        help="comma list of the parts to run: bench, seeds, anatomy, "
+                             "reference, training")
+    parser.add_argument("--ref", default=None,
+                        help="the authors' models/swan.py for the reference part")
     args = parser.parse_args(argv)
     started = time.time()
     deadline = started + 60 * args.minutes
@@ -99,6 +130,8 @@ def main(argv=None) -> int:
     parts = (("bench", "benchmark_1_train_step",
               lambda: train_step.run(quick=True, profile=args.smoke)),
              ("seeds", "benchmark_3_seeds", lambda: seeds.run(quick=True)),
+             ("anatomy", "epoch_anatomy", lambda: _anatomy(out, args.smoke)),
+             ("reference", "reference_pytorch", lambda: _reference(out, args.ref, args.smoke)),
              ("training", "peptides_func_training", lambda: training(state, deadline,
                                                                       args.smoke)))
     wanted = {p.strip() for p in args.only.split(",")}

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # GPU check for swan-jax: benchmark 1 (segment and gather paths; swan, swan-learn, gcn),
-# 4 vmapped seeds against 1, and a Peptides-func SWAN training run for the minutes left,
-# resumable across separate runs. At most 8 minutes on one H100 / H200 without network.
+# 4 vmapped seeds against 1, the epoch anatomy of both pipelines, the authors' PyTorch
+# reference on the same GPU (when torch is there and .gpu_ref/swan.py was carried), and a
+# Peptides-func SWAN training run for the minutes left, resumable across separate runs.
+# At most 8 minutes on one H100 / H200 without network.
 #
 # Before (here, in the repository root; .whl, .gpu_data, .gpu_state are git-ignored):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
 #       -d .whl rdkit==2026.9.1 jraph==0.0.6.dev0
-#   mkdir -p .gpu_data .gpu_state && cp -r ../shared/data/peptides-functional .gpu_data/
+#   mkdir -p .gpu_data .gpu_state .gpu_ref && cp -r ../shared/data/peptides-functional \
+#       ../shared/data/tolokers .gpu_data/
+#   git --git-dir=PATH/gravins+SWAN/repo show \
+#       HEAD:graph_property_prediction/models/swan.py > .gpu_ref/swan.py
 # Run (device tool): command "bash benchmarks/gpu_check.sh",
-#   carry [".whl", ".gpu_data", ".gpu_state"], timeout_s 560.
+#   carry [".whl", ".gpu_data", ".gpu_state", ".gpu_ref"], timeout_s 560.
 # After: the figures are $OUT/gpu_check.json; copy $OUT/state.tar into .gpu_state/ to let the
 # next run continue the training where this one stopped.
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
@@ -50,7 +55,8 @@ fi
 "$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
 status=0
 timeout $((MINUTES * 60 + 45)) "$PY" -m benchmarks.gpu_check --out "$OUT" --state "$STATE" \
-    --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,training}" \
+    --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,anatomy,reference,training}" \
+    --ref "${GPU_CHECK_REF:-$PWD/.gpu_ref/swan.py}" \
     ${GPU_CHECK_SMOKE:+--smoke} || status=$?
 tar -cf "$OUT/state.tar" -C "$STATE" .
 echo "gpu check finished with status $status; figures in $OUT/gpu_check.json"

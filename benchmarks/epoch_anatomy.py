@@ -1,0 +1,259 @@
+"""Epoch anatomy: where one training epoch goes, on both pipelines, for four workloads.
+
+For each workload (Peptides-func SWAN, transfer line k = 10 on the paper's grid, GraphProp
+at the CPU protocol, Tolokers full batch) and each pipeline ("device": data placed once,
+batches gathered on the device; "host": NumPy batches built and copied in a background
+thread), one `swan_jax.train.train` call of a few epochs gives the epoch's wall time
+(median of the epochs after the first, which compiles), and the same program's parts are
+timed alone, blocked on their results:
+
+- host batch building: NumPy batches of an epoch (host), or packing graph ids (device);
+- copies: putting an epoch's NumPy batches on the device (host pipeline only);
+- device steps: an epoch's training calls on data already placed (device pipeline);
+- evaluation: the validation and test splits, one call each (device pipeline);
+- checkpointing: one orbax save of the program's state.
+
+The device's busy share is (steps + evaluation) / epoch wall time. Results go to
+`benchmarks/results/epoch_anatomy.json` (or `--out`).
+
+    python -m benchmarks.epoch_anatomy                 # all four, full sizes
+    python -m benchmarks.epoch_anatomy --quick         # small sizes, a smoke run
+    python -m benchmarks.epoch_anatomy --only transfer,graphprop
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+import swan_jax as sj
+from benchmarks.common import BATCH, ROOT, lrgb_model, machine, peptides_train
+from swan_jax.checkpoint import CheckpointStore
+from swan_jax.data import load_peptides_func
+from swan_jax.data.batching import iterate_batches
+from swan_jax.data.device import epoch_ids
+from swan_jax.train import NodeSplit, TrainConfig, _loop, train
+
+WORKLOADS = ("peptides", "transfer", "graphprop", "tolokers")
+PIPELINES = ("device", "host")
+
+
+@dataclasses.dataclass
+class Workload:
+    """A training program: model, splits, configuration, grid, and what it stands for."""
+
+    model_fn: Any
+    splits: dict
+    cfg: TrainConfig
+    grid: tuple
+    about: str
+
+
+def _peptides(quick: bool) -> Workload:
+    data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+    try:
+        splits = load_peptides_func(data_dir, download=False, progress=False,
+                                    limit=600 if quick else None)
+        source = "peptides-func (real)"
+    except Exception:  # noqa: BLE001 -- the benchmark still runs on stand-ins
+        train_set, source = peptides_train(512 if quick else 4096)
+        n = len(train_set)
+        splits = {"train": train_set.subset(range(n // 2)),
+                  "val": train_set.subset(range(n // 2, 3 * n // 4)),
+                  "test": train_set.subset(range(3 * n // 4, n))}
+    cfg = TrainConfig(batch_size=BATCH, optimizer="adamw", loss="bce", metric="ap",
+                      task_level="graph")
+    return Workload(lambda hp: lrgb_model("swan"), splits, cfg, ({},),
+                    f"{source}: SWAN d 128, 5 Euler layers, batch 64, AdamW, metric AP "
+                    f"(scored on the host); graphs {[len(s) for s in splits.values()]}")
+
+
+def _transfer(quick: bool, paper_grid: bool = True) -> Workload:
+    from swan_jax.data.transfer import load_transfer
+
+    sizes = (100, 20, 20) if quick else (1000, 100, 100)
+    cache = Path(tempfile.gettempdir()) / "swan_anatomy_cache"
+    splits = load_transfer("line", 10, cache_dir=cache, sizes=sizes)
+    points = [{"epsilon": e, "gamma": g, "beta": b}
+              for e in (0.5, 0.1) for g in (0.1, 0.0) for b in (1.0, 0.5) for _ in (0,)]
+    points = [{**p, "learning_rate": 1e-3} for p in points] * (2 if paper_grid else 1)
+    grid = tuple(points[:16]) if paper_grid else tuple(points[:1])
+    seeds = (0, 1, 2, 3) if paper_grid else (0, 1)
+
+    def model_fn(hp):
+        block = sj.SWANBlock(sj.SWANConfig(epsilon=hp["epsilon"], gamma=hp["gamma"],
+                                           beta=hp["beta"], num_layers=10))
+        return sj.Model(sj.LinearEncoder(64), block, sj.NodeReadout((1,)))
+
+    cfg = TrainConfig(batch_size=512, seeds=seeds, loss="mse", metric="mse",
+                      task_level="node")
+    runs = len(grid) * len(seeds)
+    return Workload(model_fn, splits, cfg, grid,
+                    f"transfer line k=10, {runs} runs vmapped ({len(grid)} grid points x "
+                    f"{len(seeds)} seeds), width 64, batch 512, graphs {list(sizes)}")
+
+
+def _graphprop(quick: bool) -> Workload:
+    from swan_jax.data.graphprop import load_graphprop
+
+    per_size = {"train": 32, "val": 8, "test": 16} if quick else \
+        {"train": 128, "val": 32, "test": 64}
+    cache = Path(tempfile.gettempdir()) / "swan_anatomy_cache"
+    splits = load_graphprop("sssp", labels="paper", cache_dir=cache, per_size=per_size)
+
+    def model_fn(hp):
+        block = sj.SWANBlock(sj.SWANConfig(epsilon=0.1, gamma=0.1, beta=1.0, num_layers=10))
+        return sj.Model(sj.LinearEncoder(20), block, sj.NodeReadout((10, 1)))
+
+    cfg = TrainConfig(batch_size=512, seeds=(0, 1), loss="graph_mean_mse",
+                      metric="graph_mean_log10_mse", task_level="node", learning_rate=3e-3)
+    return Workload(model_fn, splits, cfg, ({},),
+                    f"GraphProp sssp, CPU protocol sizes {list(per_size.values())} per node "
+                    f"count, hidden 20, 10 layers, 2 seeds, batch 512")
+
+
+def _tolokers(quick: bool) -> Workload:
+    from swan_jax.data.node_classification import load_tolokers
+
+    data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+    cache = Path(tempfile.gettempdir()) / "swan_anatomy_cache"
+    data = load_tolokers(data_dir, cache, download=False)
+    graph = data.graph
+    if quick:  # the first 2,000 nodes and the edges among them
+        keep = (graph.senders < 2000) & (graph.receivers < 2000)
+        graph = dataclasses.replace(
+            graph, nodes=graph.nodes[:2000], node_targets=graph.node_targets[:2000],
+            senders=graph.senders[keep], receivers=graph.receivers[keep],
+            n_node=np.array([2000], np.int32), n_edge=np.array([keep.sum()], np.int32))
+    n = int(graph.n_node[0])
+    splits = {name: NodeSplit(graph, getattr(data, f"{name}_masks")[0][:n])
+              for name in ("train", "val", "test")}
+
+    def model_fn(hp):
+        block = sj.SWANBlock(sj.SWANConfig(epsilon=0.1, gamma=0.1, beta=1.0, num_layers=4))
+        return sj.Model(sj.LinearEncoder(16), block, sj.NodeReadout((1,)))
+
+    cfg = TrainConfig(batch_size=1, loss="bce", metric="roc_auc", task_level="node")
+    return Workload(model_fn, splits, cfg, ({},),
+                    f"Tolokers full batch ({n} nodes), SWAN width 16, 4 layers, ROC AUC "
+                    f"(scored on the host), split 0")
+
+
+BUILD = {"peptides": _peptides, "transfer": _transfer, "graphprop": _graphprop,
+         "tolokers": _tolokers}
+
+
+def _blocked(fn, repeat: int) -> float:
+    """Median seconds of `fn()` (its result blocked on) over `repeat` calls."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _parts(work: Workload, pipeline: str, repeat: int) -> dict[str, float]:
+    """The program's parts timed alone (see the module docstring)."""
+    cfg = dataclasses.replace(work.cfg, pipeline=pipeline, progress=False, epochs=2)
+    prog = _loop._Program(work.model_fn, work.splits, cfg, work.grid)
+    state, _ = _loop._initial_state(prog)
+    pipe, data, budget = prog.pipeline, prog.data["train"], prog.budget
+    rng = lambda: np.random.default_rng([cfg.data_seed, 1])  # noqa: E731
+    state, _ = pipe.train_epoch(state, prog.hp, 0, lambda n: None)  # compiles
+    out = {"steps_per_epoch": pipe.steps(1), "placed_bytes": pipe.bytes}
+    if pipeline == "device":
+        out["host_build_s"] = _blocked(lambda: epoch_ids(data, budget, prog.batch_size, rng()),
+                                       repeat)
+        pipe._ids.clear()  # noqa: SLF001 -- time the packing inside the epoch as well
+        out["epoch_calls_s"] = _blocked(
+            lambda: pipe.train_epoch(state, prog.hp, 1, lambda n: None)[1], repeat)
+        out["device_steps_s"] = max(out["epoch_calls_s"] - out["host_build_s"], 0.0)
+        splits = [s for s in ("val", "test") if s in prog.data]
+        for split in splits:
+            pipe.evaluate(state.params, prog.hp, split)
+        out["evaluation_s"] = _blocked(lambda: [pipe.evaluate(state.params, prog.hp, s)
+                                                for s in splits], repeat)
+    else:
+        batches = []
+        out["host_build_s"] = _blocked(lambda: batches.__setitem__(slice(None), list(
+            iterate_batches(data, prog.batch_size, budget, rng()))), repeat)
+        out["copies_s"] = _blocked(lambda: [jax.device_put(b) for b in batches], repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = CheckpointStore(tmp)
+        out["checkpoint_s"] = _blocked(
+            lambda: store.save(len(store._manager.all_steps()) + 1, state.device_part(),  # noqa: SLF001
+                               {"epoch": 0}), max(2, repeat // 2))
+        store.close()
+    return out
+
+
+def _epochs(work: Workload, pipeline: str, epochs: int) -> dict[str, float]:
+    """Median epoch wall time of a real `train` call (epochs after the first)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = dataclasses.replace(work.cfg, pipeline=pipeline, progress=False, epochs=epochs,
+                                  checkpoint_dir=tmp)
+        result = train(work.model_fn, work.splits, cfg, work.grid)
+    later = result.timings[1:] or result.timings
+    return {"epoch_s": statistics.median(h["seconds"] for h in result.history[1:]
+                                         or result.history),
+            "train_s": statistics.median(t["train_seconds"] for t in later),
+            "eval_s": statistics.median(t["eval_seconds"] for t in later),
+            "first_epoch_s": result.history[0]["seconds"]}
+
+
+def anatomy(name: str, quick: bool, epochs: int, repeat: int) -> dict[str, Any]:
+    """Both pipelines of one workload, and the device's busy share on each."""
+    work = BUILD[name](quick)
+    record: dict[str, Any] = {"workload": work.about, "load_average_start": os.getloadavg()}
+    for pipeline in PIPELINES:
+        record[pipeline] = {**_epochs(work, pipeline, epochs), **_parts(work, pipeline, repeat)}
+    device = record["device"]
+    busy = device["device_steps_s"] + device["evaluation_s"]
+    for pipeline in PIPELINES:
+        record[pipeline]["busy_share"] = min(busy / record[pipeline]["epoch_s"], 1.0)
+    record["host_over_device_epoch"] = record["host"]["epoch_s"] / device["epoch_s"]
+    record["load_average_end"] = os.getloadavg()
+    return record
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.epoch_anatomy",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    p.add_argument("--only", default=",".join(WORKLOADS),
+                   help=f"comma-separated workloads of {', '.join(WORKLOADS)}")
+    p.add_argument("--epochs", type=int, default=3, help="epochs of each train call")
+    p.add_argument("--repeat", type=int, default=3, help="repeats of each timed part")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
+                   "epoch_anatomy.json", help="where the JSON goes")
+    args = p.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    unknown = sorted(set(names) - set(WORKLOADS))
+    if unknown:
+        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    results = {"machine": machine(), "quick": args.quick, "workloads": {}}
+    for name in names:
+        print(f"epoch anatomy: {name} ...", flush=True)
+        try:
+            results["workloads"][name] = anatomy(name, args.quick, args.epochs, args.repeat)
+        except FileNotFoundError as err:  # Tolokers or Peptides files absent
+            results["workloads"][name] = {"skipped": str(err).splitlines()[0]}
+        print(json.dumps(results["workloads"][name], indent=1, default=float), flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
