@@ -16,6 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from swan_jax.settings import setting
+
 VARIANTS: tuple[str, ...] = (
     "swan",
     "swan-learn",
@@ -65,15 +67,19 @@ class SWANConfig:
       edge_activation: sigma inside the edge MLP of the `-learn` variants.
     """
 
-    variant: str = "swan"
-    adjacency: str = "sym"
-    beta: float = 1.0
-    gamma: float = 0.1
-    epsilon: float = 0.1
-    num_layers: int = 5
-    activation: str = "tanh"
-    weight_sharing: bool = True
-    edge_activation: str = "tanh"
+    variant: str = setting("swan", choices=VARIANTS, help="SWAN variant")
+    adjacency: str = setting("sym", choices=ADJACENCIES, grid=True,
+                             help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
+    beta: float = setting(1.0, grid=True, help="weight of the space-antisymmetric term Psi")
+    gamma: float = setting(0.1, grid=True, help="stabilising shift: W - W^T - gamma I")
+    epsilon: float = setting(0.1, low=0, low_open=True, grid=True,
+                             help="step size (t1 = num_layers * epsilon)")
+    num_layers: int = setting(5, low=1, grid=True, flag="--layers",
+                              help="Euler steps (the paper's layers)")
+    activation: str = setting("tanh", choices=ACTIVATIONS, help="the field's sigma")
+    weight_sharing: bool = setting(True, help="one W, V, Z, b for every step")
+    edge_activation: str = setting("tanh", choices=ACTIVATIONS,
+                                   help="sigma inside the edge MLP of the -learn variants")
 
     def __post_init__(self) -> None:
         _check_choice("variant", self.variant, VARIANTS)

@@ -15,6 +15,7 @@ cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import numbers
 from collections.abc import Callable, Iterator
 
@@ -27,6 +28,7 @@ import numpy as np
 from swan_jax import gather
 from swan_jax.config import SWANConfig
 from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
+from swan_jax.settings import check_fields, setting
 from swan_jax.validation import is_traced, traced_checks
 
 Array = jax.Array
@@ -322,3 +324,35 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
         f"a failed implicit step); lower epsilon or tighten the tolerances",
     )
     return ys if save_trajectory else ys[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class IntegratorConfig:
+    """How `solve` integrates, as one frozen object: `SWANBlock(cfg, **integ.options())`,
+    `solve(..., cfg, **integ.options())`. Each field is a declared setting
+    (`swan_jax.settings`); experiments and their command lines read these declarations.
+    """
+
+    solver: str = setting("euler", choices=SOLVERS,
+                          help="integrator: euler takes the paper's num_layers steps; any "
+                               "other solver integrates the same field to t1 = num_layers * "
+                               "epsilon (fixed steps dt = epsilon, or adaptive)")
+    rtol: float = setting(1e-3, low=0, low_open=True,
+                          help="relative tolerance of adaptive solvers")
+    atol: float = setting(1e-6, low=0, low_open=True,
+                          help="absolute tolerance of adaptive solvers")
+    adjoint: str = setting("recursive", choices=ADJOINTS,
+                           help="gradient: recursive (backprop through the steps, "
+                                "checkpointed), backsolve (continuous adjoint) or direct")
+    max_steps: int | None = setting(None, low=1, since_default=True,
+                                    help=f"step budget of adaptive solvers (default "
+                                         f"{DEFAULT_MAX_STEPS}); fixed-step solvers take "
+                                         f"num_layers steps")
+
+    def __post_init__(self) -> None:
+        for name, value in check_fields(self).items():
+            object.__setattr__(self, name, value)
+
+    def options(self) -> dict:
+        """The keyword arguments of `solve` and `SWANBlock` (solver first)."""
+        return dataclasses.asdict(self)

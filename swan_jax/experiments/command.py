@@ -1,98 +1,112 @@
 """The command line of every experiment: flags -> configuration -> sweep -> one clear line.
 
 `parse_config(exp, argv)` resolves the configuration (packaged TOML, `--config FILE`,
-then flags); `main(exp, argv)` runs the sweep and turns every failure a user can cause
-into one line on stderr and a non-zero exit: refused inputs (exit 1), data errors naming
-the flag that changes the behaviour (exit 1), an adaptive solver out of steps (exit 1),
-Ctrl-C with the command that resumes (exit 130).
+then flags; every flag generated from the settings' declarations, `flags.py`);
+`main(exp, argv)` runs the sweep and turns every failure a user can cause into one line
+on stderr and a non-zero exit: a refused setting, from a flag or a TOML file alike
+(exit 2, before anything runs); refused inputs (exit 1); data errors naming the flag
+that changes the behaviour (exit 1); an adaptive solver out of steps (exit 1); runs
+that diverged (exit 3, unless `--allow-diverged`); Ctrl-C with the command that resumes
+(exit 130). Library errors carry the setting that fixes them; only this module turns a
+setting into a flag.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import dataclasses
+import pickle
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from swan_jax.cli import base_parser
-from swan_jax.experiments.config import SweepConfig, load_toml
+from swan_jax.config import VARIANTS
+from swan_jax.experiments import flags
+from swan_jax.experiments.config import (
+    SweepConfig,
+    dump_toml,
+    load_toml,
+    schema,
+    script_name,
+)
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError
+from swan_jax.settings import SettingError
 from swan_jax.solvers import SolverError
 from swan_jax.train import StepTooLarge, TrainingInterrupted
 
-# Data-layer errors, by class name (importing their modules would import rdkit).
-DATA_ERRORS = ("DataError", "DataFormatError", "ChecksumError", "DownloadError",
-               "UnsafePickleError", "UnpicklingError")
-# The data layer names an API switch and its flag: "pass verify_md5=False (CLI: --no-...)".
-API_AND_FLAG = re.compile(r"pass \S+=\S+ \(CLI: (--[\w-]+)\)")
-# How a loader's message names an option -> the flag that sets it.
-FLAG_NAMES = {"verify_md5=False": "--no-verify-md5", "skip_bad_rows=True": "--skip-bad-rows",
-              "download=False": "--no-download"}
-# How a solver's message names an option -> the flags that set it (no flag sets max_steps).
+EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
+# The solver's run-time advice names API options; until `SolverError` carries the settings
+# that fix it (its text is all that crosses XLA), its known phrases map to flags here.
 SOLVER_FLAGS = {"loosen rtol/atol, raise max_steps, or": "loosen --rtol / --atol, or",
                 "a stiff solver such as 'kvaerno5'": "a stiff solver such as --solver kvaerno5",
                 "lower epsilon or tighten the tolerances":
                     "lower --epsilon or tighten --rtol / --atol"}
-FLAG_HINTS = {"DataFormatError": "--skip-bad-rows skips malformed rows",
-              "ChecksumError": "--no-verify-md5 accepts files of your own",
-              "DownloadError": "put the file there by hand; --no-download never downloads"}
-
-COMMON = {"seeds": "seeds", "epochs": "epochs", "patience": "patience",
-          "batch_size": "batch_size", "optimizer": "optimizer", "schedule": "schedule",
-          "warmup_epochs": "warmup_epochs", "grad_clip": "grad_clip", "solver": "solver",
-          "rtol": "rtol", "atol": "atol", "adjoint": "adjoint", "results_dir": "results_dir",
-          "checkpoint_dir": "checkpoint_dir", "cache_dir": "cache_dir"}
-GRID_FLAGS = {"lr": "learning_rate", "epsilon": "epsilon", "gamma": "gamma", "beta": "beta",
-              "adjacency": "adjacency"}
-SWITCHES = {"resume": "resume", "overwrite": "overwrite", "skip_missing": "skip_missing",
-            "data_parallel": "data_parallel"}
+# Hints a data error earns when the experiment has the setting that acts on it.
+DATA_HINTS = {"ChecksumError": ("verify_md5", "{flag} accepts files of your own"),
+              "DownloadError": ("download", "put the file there by hand; {flag} never "
+                                            "downloads")}
 
 
 def build_parser(exp: Experiment) -> argparse.ArgumentParser:
+    """Every setting of `exp.Config` as a flag, then the experiment's own shortcuts."""
     doc = (sys.modules[type(exp).__module__].__doc__ or exp.label).strip()
-    p = base_parser(doc.splitlines()[0])
-    p.epilog = "\n".join(doc.splitlines()[1:])
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
-    if exp.max_params is not None:
-        p.add_argument("--allow-more-params", action="store_true",
-                       help=f"lift {exp.label}'s {exp.max_params:,}-parameter budget")
+    prog = script_name(exp.name)
+    p = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0],
+                                usage=f"{prog} [--config FILE] [options] (--help lists them)",
+                                epilog="\n".join(doc.splitlines()[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", type=Path, default=None,
+                   help="a TOML configuration (the resolved one of a run is written to "
+                        "<results-dir>/config.toml); flags given here override it")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved configuration (TOML) and the plan, then stop: "
+                        "nothing is loaded, trained or written")
+    skip = () if exp.max_params is not None else ("allow_more_params",)
+    flags.add_settings(p, exp.Config, exp.default_config(), label=exp.label, skip=skip)
     exp.add_arguments(p)
+    if "--variant" not in p._option_string_actions:  # a shortcut, where no setting is it
+        p.add_argument("--variant", type=flags.names_parser("variant", VARIANTS),
+                       default=None, help="comma-separated SWAN variants: a shortcut for "
+                                          "the models the cells run")
     return p
 
 
-def apply_common(args: argparse.Namespace, cfg: SweepConfig) -> SweepConfig:
-    """The shared flags that were given, on top of `cfg`."""
-    import dataclasses
+def setting_line(exp: Experiment, err: SettingError, *, from_flags: bool) -> str:
+    """One line for a refused setting: its flag when a flag gave it, else its TOML name."""
+    if not from_flags or err.where:
+        return err.line()
+    return err.line(flags.subject(flags.flag_names(exp.Config), err.setting))
 
-    changes = {field: getattr(args, flag) for flag, field in COMMON.items()
-               if getattr(args, flag, None) is not None}
-    changes.update({field: True for flag, field in SWITCHES.items() if getattr(args, flag)})
-    grid = {axis: tuple(getattr(args, flag)) for flag, axis in GRID_FLAGS.items()
-            if getattr(args, flag, None) is not None}
-    if grid:
-        changes["grid"] = {**cfg.grid, **grid}
-    if args.no_checkpoints:
-        changes["save_checkpoints"] = False
-    if args.no_progress:
-        changes["progress"] = False
-    if getattr(args, "allow_more_params", False):
-        changes["allow_more_params"] = True
-    return dataclasses.replace(cfg, **changes)
+
+def apply_flags(args: argparse.Namespace, exp: Experiment, cfg: SweepConfig) -> SweepConfig:
+    """The settings and grid axes the command line gave, on top of `cfg` (checked)."""
+    values, axes = flags.given(args, exp.Config)
+    if axes:
+        values["grid"] = {**cfg.grid, **axes}
+    return dataclasses.replace(cfg, **values) if values else cfg
 
 
 def parse_config(exp: Experiment, argv: Sequence[str] | None = None) -> SweepConfig:
-    """The resolved configuration of a command line (argparse errors exit with 2)."""
+    """The resolved configuration of a command line. Anything refused (a flag, a key or
+    value of `--config FILE`, a combination) exits with 2 and one line, before any work."""
     parser = build_parser(exp)
     args = parser.parse_args(argv)
+    exp.check_arguments(args, parser.error)
     cfg = exp.base_config(args)
     if args.config is not None:
         try:
-            cfg = load_toml(exp.Config, args.config, base=cfg)
-        except ValueError as err:
-            parser.error(str(err))
-    return exp.apply_arguments(args, apply_common(args, cfg), parser.error)
+            cfg = load_toml(exp.Config, args.config, base=cfg, experiment=exp.name)
+        except SettingError as err:
+            parser.error(err.line())
+    try:
+        cfg = apply_flags(args, exp, cfg)
+        return exp.apply_arguments(args, cfg, parser.error)
+    except SettingError as err:
+        parser.error(setting_line(exp, err, from_flags=True))
+    except ValueError as err:  # a check across settings (TrainConfig, an experiment's)
+        parser.error(" ".join(str(err).split()))
 
 
 def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
@@ -101,18 +115,35 @@ def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
     return shlex.join(["python", "-m", type(exp).__module__, *args])
 
 
+def _switch_flag(exp: Experiment, switch: str) -> str | None:
+    """'verify_md5=False' -> '--no-verify-md5' when the experiment has that setting."""
+    name, _, value = switch.partition("=")
+    entry = schema(exp.Config).get(name)
+    if entry is None:
+        return None
+    flag = flags.flag_of(entry)
+    return "--no-" + flag[2:] if value == "False" else flag
+
+
 def data_error_message(exp: Experiment, err: BaseException) -> str | None:
     """One line for a data-layer error (file, row, and the flag that changes it)."""
-    names = [c.__name__ for c in type(err).__mro__]
-    kind = next((n for n in names if n in DATA_ERRORS), None)
-    if kind is None:
+    from swan_jax.data.errors import DataError, switch_hint
+
+    if not isinstance(err, DataError | pickle.UnpicklingError):
         return None
-    text = API_AND_FLAG.sub(r"pass \1", " ".join(str(err).split()))
-    for option, flag in FLAG_NAMES.items():
-        text = text.replace(option, flag)
-    hint = FLAG_HINTS.get(kind)
-    if hint and hint.split()[0] not in text:
-        text += f" ({hint})"
+    text = " ".join(str(err).split())
+    switch = getattr(err, "switch", None)
+    flag = _switch_flag(exp, switch) if switch else None
+    if flag is not None:  # the loader's own hint, in the command line's words
+        text = text.replace(switch_hint(switch, err.flag), f"pass {flag}")
+    for kind in type(err).__mro__:
+        setting, hint = DATA_HINTS.get(kind.__name__, (None, None))
+        entry = schema(exp.Config).get(setting) if setting else None
+        if entry is not None:
+            hint_flag = _switch_flag(exp, f"{setting}=False")
+            if hint_flag not in text:
+                text += f" ({hint.format(flag=hint_flag)})"
+            break
     return f"{exp.label} data error: {text}"
 
 
@@ -128,6 +159,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(exp, argv)
+    if "--dry-run" in argv:
+        return dry_run(exp, cfg)
     try:
         outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge) as err:
@@ -155,4 +188,30 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
           f"figure and the resolved config.toml beside it")
     if outcome.not_run:
         print("PARTIAL RUN (--skip-missing), not run: " + "; ".join(outcome.not_run))
+    return report_divergence(exp, cfg, outcome.cells)
+
+
+def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
+    """The resolved configuration and the programs it plans; nothing loaded or written."""
+    print(dump_toml(cfg, exp.name), end="")
+    programs = exp.plan(cfg)
+    runs = sum(len(p.grid) for p in programs) * len(cfg.seeds)
+    print(f"# plan: {len(programs)} program(s), {runs} run(s) of up to {cfg.epochs} "
+          f"epoch(s); nothing was run (--dry-run)")
+    return 0
+
+
+def report_divergence(exp: Experiment, cfg: SweepConfig, cells: Sequence[dict]) -> int:
+    """Cells whose reported grid point has diverged seeds: one line each on stderr, and
+    exit 3 unless `--allow-diverged` (a table of NaNs is not a success)."""
+    bad = [c for c in cells if any(c.get("diverged", ()))]
+    for c in bad:
+        label = " / ".join(str(c[a]) for a in exp.cell_axes if a in c)
+        print(f"diverged: {label}: {sum(c['diverged'])} of {len(c['diverged'])} run(s) at "
+              f"{c['best_hparams']} went non-finite; lower --lr, or change the grid",
+              file=sys.stderr)
+    if bad and not cfg.allow_diverged:
+        print(f"{len(bad)} cell(s) report diverged runs (exit {EXIT_DIVERGED}; pass "
+              f"--allow-diverged to exit 0)", file=sys.stderr)
+        return EXIT_DIVERGED
     return 0

@@ -23,13 +23,13 @@ from typing import Any
 
 import flax.linen as nn
 
-from swan_jax.cli import parse_positive_int_list, parse_str_list
 from swan_jax.config import NO_PSI_VARIANTS, SWANConfig
 from swan_jax.data import graphprop
 from swan_jax.experiments import command
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.models import MLP, LinearEncoder, Model, MPNNStack, SWANBlock, pool_nodes
+from swan_jax.settings import setting
 
 TASKS = ("diameter", "sssp", "eccentricity")
 TASK_LEVEL = {"diameter": "graph", "sssp": "node", "eccentricity": "node"}
@@ -70,13 +70,21 @@ PAPER: dict[str, tuple[tuple[float, float], ...]] = {
 class GraphPropConfig(SweepConfig):
     """Graph-property settings besides the shared ones (see `configs/graphprop.toml`)."""
 
-    tasks: tuple[str, ...] = select(("sssp",))
-    labels: tuple[str, ...] = select(("paper",))  # label settings (swan_jax.data.graphprop)
-    models: tuple[str, ...] = select(("swan",))
-    final_leaky_relu: bool = True  # the reference head ends in a LeakyReLU
-    per_size: tuple[int, int, int] | None = None  # graphs per node count: train, val, test
-    node_counts: tuple[int, ...] | None = None  # node counts of every split (default 25-34)
-    data_seed: int = graphprop.DEFAULT_SEED
+    tasks: tuple[str, ...] = select(("sssp",), choices=TASKS, flag="--task",
+                                    help="tasks (cells)")
+    labels: tuple[str, ...] = select(("paper",), choices=LABEL_SETTINGS,
+                                     help="label settings (cells): paper (raw labels, ADGN's "
+                                          "columns: what produced the paper's table), "
+                                          "faithful (each task its own column, normalised), "
+                                          "swan-code (the authors' released loader)")
+    models: tuple[str, ...] = select(("swan",), choices=ALL_MODELS, help="models (cells)")
+    final_leaky_relu: bool = setting(True, help="the reference head ends in a LeakyReLU")
+    per_size: tuple[int, int, int] | None = setting(
+        None, low=1, parts=("train", "val", "test"),
+        help="graphs per node count for train,val,test (paper: 512,128,256)")
+    node_counts: tuple[int, ...] | None = setting(
+        None, low=1, help="node counts of every split (paper: train 25-34, val/test 25-29)")
+    data_seed: int = setting(graphprop.DEFAULT_SEED, help="seed of the graph generator")
 
     def loader_sizes(self) -> dict[str, Any]:
         sizes: dict[str, Any] = {}
@@ -172,8 +180,7 @@ class GraphProp(Experiment):
             swan = SWANConfig(variant=variant, adjacency=static["adjacency"], beta=hp["beta"],
                               gamma=hp["gamma"], epsilon=hp["epsilon"],
                               num_layers=int(static["num_layers"]), weight_sharing=sharing)
-            block = SWANBlock(swan, cfg.solver, rtol=cfg.rtol, atol=cfg.atol,
-                              adjoint=cfg.adjoint)
+            block = SWANBlock(swan, **cfg.integrator.options())
             return Model(LinearEncoder(int(static["hidden"])), block,
                          PropReadout(level, cfg.final_leaky_relu))
 
@@ -186,49 +193,31 @@ class GraphProp(Experiment):
 
     # ---------------------------------------------------------------- command line
     def add_arguments(self, p) -> None:
-        p.add_argument("--task", type=parse_str_list(TASKS), default=None,
-                       help=f"comma-separated tasks: {', '.join(TASKS)} (default sssp)")
-        p.add_argument("--labels", type=parse_str_list(LABEL_SETTINGS), default=None,
-                       help="label settings: paper (raw labels, ADGN's columns: what "
-                            "produced the paper's table), faithful (each task its own "
-                            "column, normalised), swan-code (the authors' released loader)")
-        p.add_argument("--models", type=parse_str_list(ALL_MODELS), default=None,
-                       help=f"comma-separated models: {', '.join(ALL_MODELS)}")
         p.add_argument("--layer-dependent", action="store_true",
                        help="with --variant: layer-dependent weights (no weight sharing)")
-        p.add_argument("--hidden", type=parse_positive_int_list, default=None)
-        p.add_argument("--layers", type=parse_positive_int_list, default=None)
-        p.add_argument("--per-size", type=parse_positive_int_list, default=None,
-                       help="graphs per node count for train,val,test (paper: 512,128,256)")
-        p.add_argument("--node-counts", type=parse_positive_int_list, default=None,
-                       help="node counts of every split (paper: train 25-34, val/test 25-29)")
-        p.add_argument("--data-seed", type=int, default=None)
         p.add_argument("--all", action="store_true",
-                       help="every task x model in both label settings "
-                            "(make reproduce-graphprop)")
+                       help="every task x model in every label setting, not narrowed by "
+                            "--task / --labels / --models (make reproduce-graphprop)")
 
-    def apply_arguments(self, args, cfg: GraphPropConfig, error) -> GraphPropConfig:
+    def check_arguments(self, args, error) -> None:
         if args.per_size is not None and len(args.per_size) != 3:
             error(f"--per-size takes three numbers: train,val,test (got {len(args.per_size)})")
         if args.models is not None and (args.variant or args.layer_dependent):
             error("give either --models or --variant [--layer-dependent], not both")
-        models = args.models
-        if models is None and args.variant is not None:
+
+    def apply_arguments(self, args, cfg: GraphPropConfig, error) -> GraphPropConfig:
+        changes = {}
+        if args.variant is not None:
             models = tuple(v + ("-ld" if args.layer_dependent else "") for v in args.variant)
             bad = [m for m in models if m not in MODELS]
             if bad:
                 error(f"--layer-dependent is available for swan, swan-learn; not {bad}")
-        every = {"tasks": TASKS, "labels": LABEL_SETTINGS, "models": ALL_MODELS}
-        cells = {"tasks": args.task, "labels": args.labels, "models": models}
-        cells = {k: v or (every[k] if args.all else getattr(cfg, k)) for k, v in cells.items()}
-        grid = {axis: tuple(value) for axis, value in (("hidden", args.hidden),
-                                                       ("num_layers", args.layers))
-                if value is not None}
-        return dataclasses.replace(
-            cfg, **cells, grid={**cfg.grid, **grid},
-            per_size=tuple(args.per_size) if args.per_size else cfg.per_size,
-            node_counts=tuple(args.node_counts) if args.node_counts else cfg.node_counts,
-            data_seed=cfg.data_seed if args.data_seed is None else args.data_seed)
+            changes["models"] = models
+        if args.all:
+            every = {"tasks": TASKS, "labels": LABEL_SETTINGS, "models": ALL_MODELS}
+            changes.update({k: v for k, v in every.items()
+                            if getattr(args, k) is None and k not in changes})
+        return dataclasses.replace(cfg, **changes)
 
 
 EXPERIMENT = GraphProp()

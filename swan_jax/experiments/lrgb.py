@@ -20,18 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swan_jax.cli import (
-    parse_nonnegative_float_list,
-    parse_positive_int_list,
-    parse_str_list,
-    positive_int,
-)
-from swan_jax.config import SWANConfig
+from swan_jax.config import VARIANTS, SWANConfig
 from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
 from swan_jax.experiments import command
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, io, load_toml, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.models import GraphReadout, Model, NodeReadout, SWANBlock
+from swan_jax.settings import setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,21 +64,29 @@ PAPER_TABLE3: dict[tuple[str, str], tuple[float, float]] = {
 class LRGBConfig(SweepConfig):
     """LRGB's own settings besides the shared ones (see `configs/lrgb.toml`)."""
 
-    datasets: tuple[str, ...] | None = select(None)
-    variants: tuple[str, ...] = select(RUN_VARIANTS)
-    grid_name: str = io("paper")
-    data_dir: Path | None = io(None)  # default: $SWAN_DATA_DIR, else data/
-    download: bool = io(True)
-    download_dir: Path | None = io(None)  # default: $SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax
-    verify_md5: bool = True
-    voc_features: str = "raw"  # "raw" (LRGB's baselines) or "standardized" (our option)
-    limit: int | None = None  # only the first K raw rows (peptides) / graphs per split (VOC)
-    skip_bad_rows: bool = False
+    GRID_AXES = ("learning_rate", "weight_decay", "num_layers", "hidden", "epsilon", "gamma",
+                 "beta", "adjacency")
 
-    def __post_init__(self) -> None:
-        if self.voc_features not in VOC_FEATURES:
-            raise ValueError(f"voc_features = {self.voc_features!r}; valid: "
-                             f"{', '.join(VOC_FEATURES)}")
+    datasets: tuple[str, ...] | None = select(None, choices=tuple(DATASETS), flag="--dataset",
+                                              help="the data sets (cells)")
+    variants: tuple[str, ...] = select(RUN_VARIANTS, choices=VARIANTS, flag="--variant",
+                                       help="the SWAN variants (cells)")
+    grid_name: str = io("paper", help="the grid's name, for the notes (--grid sets it)")
+    data_dir: Path | None = io(None, help="raw files (default $SWAN_DATA_DIR, else data/)")
+    download: bool = io(True, help="download missing raw files (md5-checked)")
+    download_dir: Path | None = io(None, help="where missing raw files are downloaded "
+                                              "(default $SWAN_DOWNLOAD_DIR, else "
+                                              "~/.cache/swan-jax); the data folder is only "
+                                              "read")
+    verify_md5: bool = setting(True, help="check raw files against the official md5 (off: "
+                                          "accept files of your own)")
+    voc_features: str = setting("raw", choices=VOC_FEATURES,
+                                help="PascalVOC-SP node features: raw (LRGB's baselines) or "
+                                     "standardized with the training split's mean and std")
+    limit: int | None = setting(None, low=1, help="only the first K raw rows (peptides) / "
+                                                  "graphs per split (VOC)")
+    skip_bad_rows: bool = setting(False, help="drop malformed CSV rows (each is reported) "
+                                              "instead of stopping")
 
 
 def readout_features(hidden: int, outputs: int) -> tuple[int, ...]:
@@ -143,7 +146,7 @@ class LRGB(Experiment):
             head = readout_features(hidden, dataset.outputs)
             readout = (GraphReadout(head, pooling=("mean",)) if dataset.task.level == "graph"
                        else NodeReadout(head))
-            block = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
+            block = SWANBlock(swan, **cfg.integrator.options())
             return Model(encoder, block, readout)
 
         return model_fn
@@ -162,32 +165,11 @@ class LRGB(Experiment):
 
     # ---------------------------------------------------------------- command line
     def add_arguments(self, p) -> None:
-        p.add_argument("--dataset", type=parse_str_list(tuple(DATASETS)), default=None,
-                       help=f"comma-separated: {', '.join(DATASETS)}")
         p.add_argument("--all", action="store_true",
-                       help="every dataset x {swan, swan-learn}")
+                       help="every data set (narrowed by --dataset when given)")
         p.add_argument("--grid", choices=("paper", "full"), default=None,
                        help="paper: configs/lrgb.toml (the selected point); full: "
                             "configs/lrgb-full.toml (the paper's grid)")
-        p.add_argument("--hidden", type=parse_positive_int_list, default=None)
-        p.add_argument("--layers", type=parse_positive_int_list, default=None)
-        p.add_argument("--weight-decay", type=parse_nonnegative_float_list, default=None)
-        p.add_argument("--data-dir", type=Path, default=None,
-                       help="raw files (default $SWAN_DATA_DIR, else data/)")
-        p.add_argument("--limit", type=positive_int, default=None,
-                       help="only the first K raw rows (peptides) / graphs per split (VOC)")
-        p.add_argument("--no-verify-md5", action="store_true",
-                       help="accept raw files of your own")
-        p.add_argument("--no-download", action="store_true")
-        p.add_argument("--download-dir", type=Path, default=None,
-                       help="where missing raw files are downloaded (default "
-                            "$SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax); the data folder "
-                            "is only read")
-        p.add_argument("--voc-features", choices=VOC_FEATURES, default=None,
-                       help="PascalVOC-SP node features: raw (LRGB's baselines, default) or "
-                            "standardized with the training split's mean and std")
-        p.add_argument("--skip-bad-rows", action="store_true",
-                       help="drop malformed CSV rows (each is reported) instead of stopping")
 
     def base_config(self, args) -> LRGBConfig:
         if args.grid == "full":
@@ -195,19 +177,8 @@ class LRGB(Experiment):
         return self.default_config()
 
     def apply_arguments(self, args, cfg: LRGBConfig, error) -> LRGBConfig:
-        grid = {axis: tuple(value) for axis, value in (
-            ("hidden", args.hidden), ("num_layers", args.layers),
-            ("weight_decay", args.weight_decay)) if value is not None}
-        cfg = dataclasses.replace(
-            cfg, grid={**cfg.grid, **grid},
-            datasets=tuple(DATASETS) if args.all else (args.dataset or cfg.datasets),
-            variants=args.variant or cfg.variants,
-            data_dir=args.data_dir or cfg.data_dir, limit=args.limit or cfg.limit,
-            download_dir=args.download_dir or cfg.download_dir,
-            voc_features=args.voc_features or cfg.voc_features,
-            verify_md5=cfg.verify_md5 and not args.no_verify_md5,
-            download=cfg.download and not args.no_download,
-            skip_bad_rows=cfg.skip_bad_rows or args.skip_bad_rows)
+        if args.all and args.datasets is None:
+            cfg = dataclasses.replace(cfg, datasets=tuple(DATASETS))
         if not cfg.datasets:
             error("name a --dataset or pass --all")
         return cfg

@@ -23,24 +23,19 @@ where to put them).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from swan_jax.cli import (
-    machine_info,
-    parse_positive_int_list,
-    parse_seed_list,
-    parse_str_list,
-)
 from swan_jax.config import SWANConfig
 from swan_jax.data import node_classification as nc
 from swan_jax.experiments import command, report
 from swan_jax.experiments.config import SweepConfig, io, select
+from swan_jax.experiments.records import machine_info
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.models import LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
+from swan_jax.settings import setting
 from swan_jax.train import NodeSplit
 
 MODELS: tuple[str, ...] = ("gcn", "swan", "swan-learn")
@@ -71,20 +66,22 @@ class NodeConfig(SweepConfig):
     `splits` None runs every official split of the data set.
     """
 
-    dataset: str = select("tolokers")
-    models: tuple[str, ...] = select(MODELS)
-    splits: tuple[int, ...] | None = select(None)
-    data_dir: Path | None = io(None)  # default: $SWAN_DATA_DIR, else data/
-    download: bool = io(True)
-    download_dir: Path | None = io(None)  # default: $SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax
-    verify_md5: bool = True
+    dataset: str = select("tolokers", choices=tuple(OFFICIAL_SPLITS),
+                          help="the data set; results go to results/<dataset> unless "
+                               "--results-dir")
+    models: tuple[str, ...] = select(MODELS, choices=MODELS, help="models (cells)")
+    splits: tuple[int, ...] | None = select(None, low=0, distinct=True,
+                                            help="official split indices (none: every split)")
+    data_dir: Path | None = io(None, help="raw files (default $SWAN_DATA_DIR, else data/)")
+    download: bool = io(True, help="download a missing Tolokers file (md5-checked)")
+    download_dir: Path | None = io(None, help="where a missing Tolokers file is downloaded "
+                                              "(default $SWAN_DOWNLOAD_DIR, else "
+                                              "~/.cache/swan-jax)")
+    verify_md5: bool = setting(True, help="check raw files against the official md5 (off: "
+                                          "accept a tolokers.npz of your own)")
 
     def __post_init__(self) -> None:
-        if self.dataset not in OFFICIAL_SPLITS:
-            raise ValueError(f"dataset = {self.dataset!r}; valid: {', '.join(OFFICIAL_SPLITS)}")
-        unknown = [m for m in self.models if m not in MODELS]
-        if unknown:
-            raise ValueError(f"models {unknown}; valid: {', '.join(MODELS)}")
+        super().__post_init__()
         count = OFFICIAL_SPLITS[self.dataset]
         bad = [s for s in self.splits or () if not 0 <= s < count]
         if bad:
@@ -164,7 +161,7 @@ class NodeClassification(Experiment):
                 swan = SWANConfig(variant=model, adjacency=static["adjacency"],
                                   num_layers=layers, epsilon=hp["epsilon"], gamma=hp["gamma"],
                                   beta=hp["beta"])
-                processor = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
+                processor = SWANBlock(swan, **cfg.integrator.options())
             return Model(LinearEncoder(hidden), processor, NodeReadout((outputs,)))
 
         return model_fn
@@ -185,58 +182,21 @@ class NodeClassification(Experiment):
         return report.table(self, cfg, cells, skipped) + "\n" + runtime_table(cells)
 
     # ---------------------------------------------------------------- command line
-    def add_arguments(self, p) -> None:
-        p.add_argument("--dataset", choices=tuple(OFFICIAL_SPLITS), default=None,
-                       help="the data set (default tolokers); results go to "
-                            "results/<dataset> unless --results-dir")
-        p.add_argument("--models", type=parse_str_list(MODELS), default=None,
-                       help=f"comma-separated: {', '.join(MODELS)} (default all)")
-        p.add_argument("--splits", type=parse_split_list, default=None,
-                       help="comma-separated official split indices (default every split)")
-        p.add_argument("--hidden", type=parse_positive_int_list, default=None)
-        p.add_argument("--layers", type=parse_positive_int_list, default=None)
-        p.add_argument("--data-dir", type=Path, default=None,
-                       help="raw files (default $SWAN_DATA_DIR, else data/)")
-        p.add_argument("--download-dir", type=Path, default=None,
-                       help="where a missing Tolokers file is downloaded (default "
-                            "$SWAN_DOWNLOAD_DIR, else ~/.cache/swan-jax)")
-        p.add_argument("--no-download", action="store_true")
-        p.add_argument("--no-verify-md5", action="store_true",
-                       help="accept a tolokers.npz of your own")
-
     def base_config(self, args) -> NodeConfig:
         cfg = self.default_config()
         dataset = args.dataset or cfg.dataset
         return dataclasses.replace(cfg, dataset=dataset, results_dir=Path("results") / dataset)
 
-    def apply_arguments(self, args, cfg: NodeConfig, error) -> NodeConfig:
+    def check_arguments(self, args, error) -> None:
         if args.variant and args.models:
             error("give either --models or --variant")
         variants = [v for v in args.variant or () if v not in MODELS]
         if variants:
             error(f"--variant {','.join(variants)}: this experiment runs "
                   f"{', '.join(MODELS)}")
-        grid = {axis: tuple(value) for axis, value in (
-            ("hidden", args.hidden), ("num_layers", args.layers)) if value is not None}
-        try:
-            return dataclasses.replace(
-                cfg, grid={**cfg.grid, **grid}, dataset=args.dataset or cfg.dataset,
-                models=tuple(args.models or args.variant or cfg.models),
-                splits=args.splits or cfg.splits, data_dir=args.data_dir or cfg.data_dir,
-                download_dir=args.download_dir or cfg.download_dir,
-                download=cfg.download and not args.no_download,
-                verify_md5=cfg.verify_md5 and not args.no_verify_md5)
-        except ValueError as err:
-            error(str(err))
 
-
-def parse_split_list(text: str) -> tuple[int, ...]:
-    """"0,3,4" -> (0, 3, 4): distinct and >= 0 (the upper end depends on the data set)."""
-    splits = parse_seed_list(text)
-    if min(splits) < 0:
-        raise argparse.ArgumentTypeError(f"split indices must be >= 0, got {min(splits)} in "
-                                         f"{text!r}")
-    return splits
+    def apply_arguments(self, args, cfg: NodeConfig, error) -> NodeConfig:
+        return dataclasses.replace(cfg, models=args.variant) if args.variant else cfg
 
 
 def runtime_table(cells: Sequence[Mapping]) -> str:

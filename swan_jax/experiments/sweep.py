@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from swan_jax.cli import ResultsFile, machine_info, summarise_runs
 from swan_jax.experiments import report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
+from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.pytrees import tree_size
 from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
@@ -132,14 +132,19 @@ class Experiment:
 
     # ------------------------------------------------------------ its command line
     def add_arguments(self, parser) -> None:
-        """Add the experiment's own flags to the shared parser."""
+        """Add the experiment's shortcut flags (`--all`, ...): every setting of `Config`
+        has its flag already, generated from its declaration."""
 
     def base_config(self, args) -> SweepConfig:
         """The configuration flags start from (default: the packaged TOML)."""
         return self.default_config()
 
+    def check_arguments(self, args, error) -> None:
+        """Refuse combinations of flags before anything else; `error(message)` exits 2."""
+
     def apply_arguments(self, args, cfg: SweepConfig, error) -> SweepConfig:
-        """The experiment's own flags on top of `cfg`; `error(message)` exits with 2."""
+        """The experiment's own shortcut flags on top of `cfg` (every setting's flag is
+        applied already); `error(message)` exits with 2."""
         return cfg
 
     # ------------------------------------------------------------ shared machinery
@@ -282,17 +287,14 @@ def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
 
 def train_config(exp: Experiment, cfg: SweepConfig, program: Program, on_epoch_end
                  ) -> TrainConfig:
+    """The configuration's training settings (`cfg.train`, nested, not copied) with what
+    the sweep decides per program: the task, the folder, the budget, divergence."""
     task = exp.task_for(cfg, program.cell)
-    return TrainConfig(
-        epochs=cfg.epochs, patience=cfg.patience, batch_size=cfg.batch_size,
-        optimizer=cfg.optimizer, grad_clip=cfg.grad_clip, schedule=cfg.schedule,
-        warmup_epochs=cfg.warmup_epochs, plateau_factor=cfg.plateau_factor,
-        plateau_patience=cfg.plateau_patience, loss=task.loss, metric=task.metric,
-        task_level=task.level, seeds=tuple(cfg.seeds), checkpoint_dir=str(program.folder),
-        save_checkpoints=cfg.save_checkpoints, resume=cfg.resume, max_params=exp.max_params,
-        allow_more_params=cfg.allow_more_params, on_divergence="stop_run",
-        data_parallel=cfg.data_parallel, progress=cfg.progress, track_test=exp.track_test,
-        description=program.name, on_epoch_end=on_epoch_end)
+    return dataclasses.replace(
+        cfg.train, loss=task.loss, metric=task.metric, task_level=task.level,
+        checkpoint_dir=str(program.folder), max_params=exp.max_params,
+        on_divergence="stop_run", track_test=exp.track_test, description=program.name,
+        on_epoch_end=on_epoch_end)
 
 
 def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import flax.linen as nn
 
-from swan_jax.cli import parse_positive_int_list, parse_str_list, positive_int
 from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
 from swan_jax.data.transfer import TOPOLOGIES, beta_matters, load_transfer
 from swan_jax.data.transfer import VARIANTS as DATA_VARIANTS
@@ -42,6 +41,7 @@ from swan_jax.models import (
     NodeReadout,
     SWANBlock,
 )
+from swan_jax.settings import setting
 
 BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
 MODELS: tuple[str, ...] = VARIANTS + BASELINES
@@ -53,13 +53,29 @@ PAPER_DISTANCES: tuple[int, ...] = (3, 5, 10, 50)
 class TransferConfig(SweepConfig):
     """Transfer's own settings besides the shared ones (see `configs/transfer.toml`)."""
 
-    topologies: tuple[str, ...] | None = select(None)
-    distances: tuple[int, ...] | None = select(None)
-    models: tuple[str, ...] | None = select(None)
-    hidden: int = 64
-    sizes: tuple[int, int, int] = (1000, 100, 100)  # train, val, test graphs
-    data_variant: str = "paper"  # or "authors": the released sets (swan_jax.data.transfer)
-    init: str = "torch"  # encoder / readout init: PyTorch's nn.Linear default, as the authors
+    GRID_AXES = ("learning_rate", "weight_decay", "epsilon", "gamma", "beta", "adjacency")
+
+    topologies: tuple[str, ...] | None = select(None, choices=TOPOLOGIES, flag="--topology",
+                                                aliases=("--topologies",),
+                                                help="graph topologies (cells)")
+    distances: tuple[int, ...] | None = select(None, low=1, flag="--distance",
+                                               aliases=("--distances",),
+                                               help="source-target hops = SWAN steps = "
+                                                    "baseline layers (cells)")
+    models: tuple[str, ...] | None = select(None, choices=MODELS, flag="--model",
+                                            aliases=("--models",), help="models (cells)")
+    hidden: int = setting(64, low=1, help="channels of the encoder, the graph part and the "
+                                          "readout")
+    sizes: tuple[int, int, int] = setting((1000, 100, 100), low=1,
+                                          parts=("train", "val", "test"),
+                                          help="graphs per split: train,val,test")
+    data_variant: str = setting("paper", choices=DATA_VARIANTS,
+                                help="paper: the paper's text; authors: the authors' "
+                                     "released sets (copied label, features in [0, 1), k-1 "
+                                     "hops)")
+    init: str = setting("torch", choices=INITS,
+                        help="encoder / readout init: torch (nn.Linear's default, as the "
+                             "authors' code) or flax (LeCun normal, zero bias)")
 
     def __post_init__(self) -> None:
         if self.data_variant not in DATA_VARIANTS:
@@ -67,6 +83,7 @@ class TransferConfig(SweepConfig):
                              f"{self.data_variant!r} (CLI: --data-variant)")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r} (CLI: --init)")
+        super().__post_init__()
 
 
 class Transfer(Experiment):
@@ -125,7 +142,7 @@ class Transfer(Experiment):
                 swan = SWANConfig(variant=model, adjacency=static["adjacency"],
                                   gamma=hp["gamma"], epsilon=hp["epsilon"],
                                   num_layers=distance, **extra)
-                processor = SWANBlock(swan, cfg.solver, cfg.rtol, cfg.atol, cfg.adjoint)
+                processor = SWANBlock(swan, **cfg.integrator.options())
             return Model(LinearEncoder(cfg.hidden, weight_init=cfg.init), processor,
                          NodeReadout((1,), weight_init=cfg.init))
 
@@ -139,38 +156,38 @@ class Transfer(Experiment):
         p.add_argument("--all", action="store_true",
                        help="the paper's grid: every topology, distance and model not "
                             "narrowed by --topology / --distance / --model")
-        p.add_argument("--topology", "--topologies", dest="topologies", default=None,
-                       type=parse_str_list(TOPOLOGIES), help=f"any of {', '.join(TOPOLOGIES)}")
-        p.add_argument("--distance", "--distances", dest="distances",
-                       type=parse_positive_int_list, default=None,
-                       help="source-target hops = SWAN steps = baseline layers")
-        p.add_argument("--model", "--models", dest="models", type=parse_str_list(MODELS),
-                       default=None, help=f"any of {', '.join(MODELS)}")
-        p.add_argument("--hidden", type=positive_int, default=None)
-        p.add_argument("--train-size", type=positive_int, default=None)
-        p.add_argument("--val-size", type=positive_int, default=None)
-        p.add_argument("--test-size", type=positive_int, default=None)
-        p.add_argument("--data-variant", choices=DATA_VARIANTS, default=None,
-                       help="paper: the paper's text (default); authors: the authors' "
-                            "released sets (copied label, features in [0, 1), k-1 hops)")
-        p.add_argument("--init", choices=INITS, default=None,
-                       help="encoder / readout init: torch (nn.Linear's default, as the "
-                            "authors' code; default) or flax (LeCun normal, zero bias)")
+        for split in ("train", "val", "test"):
+            p.add_argument(f"--{split}-size", type=positive_int, default=None,
+                           help=f"graphs in the {split} split (a shortcut for one of --sizes)")
 
     def apply_arguments(self, args, cfg: TransferConfig, error) -> TransferConfig:
-        models = tuple(dict.fromkeys(tuple(args.models or ()) + tuple(args.variant or ())))
-        paper = {"topologies": TOPOLOGIES, "distances": PAPER_DISTANCES,
-                 "models": PAPER_MODELS} if args.all else {}
-        given = {"topologies": args.topologies, "distances": args.distances,
-                 "models": models or None}
-        cells = {k: given[k] or getattr(cfg, k) or paper.get(k) for k in given}
-        if not all(cells.values()):
+        changes = {}
+        if args.variant:
+            changes["models"] = tuple(dict.fromkeys((args.models or ()) + args.variant))
+        if args.all:
+            paper = {"topologies": TOPOLOGIES, "distances": PAPER_DISTANCES,
+                     "models": PAPER_MODELS}
+            changes.update({k: v for k, v in paper.items()
+                            if not (changes.get(k) or getattr(cfg, k))})
+        cfg = dataclasses.replace(cfg, **changes)
+        if not all((cfg.topologies, cfg.distances, cfg.models)):
             error("give --topology, --distance and --model (or --variant), or --all")
         sizes = tuple(new or old for new, old in zip(
             (args.train_size, args.val_size, args.test_size), cfg.sizes, strict=True))
-        return dataclasses.replace(cfg, **cells, sizes=sizes, hidden=args.hidden or cfg.hidden,
-                                   data_variant=args.data_variant or cfg.data_variant,
-                                   init=args.init or cfg.init)
+        return dataclasses.replace(cfg, sizes=sizes)
+
+
+def positive_int(text: str) -> int:
+    """A split size: an integer >= 1 (argparse `type=`)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
 
 
 def plot_distances(cells: Sequence[dict], path: Path) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 import flax.linen as nn
 
 from swan_jax.losses import get_batch_loss
+from swan_jax.settings import setting
 
 Hyper = Mapping[str, Any]
 ModelFn = Callable[[Hyper], nn.Module]
@@ -19,6 +20,7 @@ OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine", "plateau")
 TASK_LEVELS = ("node", "graph")
 DIVERGENCE = ("raise", "stop_run")
+PIPELINES = ("auto", "device", "host")
 
 
 class TrainingDiverged(RuntimeError):
@@ -51,38 +53,75 @@ class TrainConfig:
     graphs over every device. `checkpoint_dir` is the program's folder: `run.json`,
     `history.jsonl` and (unless `save_checkpoints=False`) the epoch checkpoints.
     `on_epoch_end(epoch, record)` is called after each epoch with its history record.
+
+    `pipeline`: where batches are built. "device": every split is placed on the device
+    once and each step's padded batch is gathered there from graph ids (an epoch is a
+    few device calls); "host": batches built with NumPy and copied ahead in a background
+    thread; "auto": "device" when the splits fit in a quarter of the device's free
+    memory and training is not `data_parallel`. Both give the same batches.
+    `checkpoint_seconds`: save at most this often (0: every epoch); the last epoch, an
+    early stop and `deadline` always save, and `resume` continues bit-identically from
+    the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
+    from which another epoch would overrun it, after a save (`TrainingInterrupted`).
     """
 
-    epochs: int = 100
-    patience: int | None = None
-    batch_size: int = 32
-    optimizer: str = "adam"
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
-    grad_clip: float | None = None
-    schedule: str = "constant"
-    warmup_epochs: int = 0
-    plateau_factor: float = 0.5
-    plateau_patience: int = 10
-    plateau_threshold: float = 1e-4
-    min_lr_scale: float = 0.0
-    loss: str = "mse"
-    metric: str = "mse"
-    task_level: str = "node"
-    seeds: tuple[int, ...] = (0,)
-    data_seed: int = 0
-    checkpoint_dir: str | None = None
-    save_checkpoints: bool = True
-    resume: bool = False
-    max_params: int | None = None
-    allow_more_params: bool = False
-    on_divergence: str = "raise"
-    data_parallel: bool = False
-    check_memory: bool = True
-    track_test: bool = True
-    progress: bool = True
-    description: str = "train"
-    on_epoch_end: EpochHook | None = dataclasses.field(default=None, compare=False)
+    # Each field is a declared setting (`swan_jax.settings`): its help, range and role are
+    # what the experiments' TOML files and command lines read. "internal": set by the
+    # caller of `train` (the sweep), not a user setting.
+    epochs: int = setting(100, low=1, help="training epochs (at most; see patience)")
+    patience: int | None = setting(None, low=1, help="stop a run after this many epochs "
+                                   "without a better validation metric (none: never)")
+    batch_size: int = setting(32, low=1, help="graphs per step (one graph: full batch)")
+    optimizer: str = setting("adam", choices=OPTIMIZERS, help="adam, or adamw (decoupled "
+                             "weight decay)")
+    learning_rate: float = setting(1e-3, low=0, low_open=True, grid=True, flag="--lr",
+                                   help="learning rate")
+    weight_decay: float = setting(0.0, low=0, grid=True, help="weight decay")
+    grad_clip: float | None = setting(None, low=0, low_open=True,
+                                      help="clip every gradient to this global norm")
+    schedule: str = setting("constant", choices=SCHEDULES, help="learning rate per epoch: "
+                            "constant, cosine (after warmup_epochs), plateau (reduce on a "
+                            "validation plateau)")
+    warmup_epochs: int = setting(0, low=0, help="linear warm-up epochs of the cosine schedule")
+    plateau_factor: float = setting(0.5, low=0, high=1, low_open=True, high_open=True,
+                                    help="plateau schedule: multiply the rate by this")
+    plateau_patience: int = setting(10, low=1, help="plateau schedule: epochs without an "
+                                    "improvement before the rate drops")
+    plateau_threshold: float = setting(1e-4, low=0, low_open=True, since_default=True,
+                                       help="plateau schedule: the smallest improvement "
+                                            "that counts")
+    min_lr_scale: float = setting(0.0, low=0, high=1, since_default=True,
+                                  help="plateau schedule: the rate never drops below this "
+                                       "fraction of the initial one")
+    loss: str = setting("mse", role="internal", help="loss name (swan_jax.losses)")
+    metric: str = setting("mse", role="internal", help="validation / test metric")
+    task_level: str = setting("node", role="internal", help="node or graph targets")
+    seeds: tuple[int, ...] = setting((0,), distinct=True, help="seeds, trained together as "
+                                     "one vmapped program")
+    data_seed: int = setting(0, role="internal", help="seed of the batch order")
+    checkpoint_dir: str | None = setting(None, role="internal", help="the program's folder")
+    save_checkpoints: bool = setting(True, role="io", flag="--checkpoints",
+                                     help="keep epoch checkpoints (run.json and "
+                                          "history.jsonl are always written)")
+    resume: bool = setting(False, role="io", help="continue from the newest checkpoints")
+    max_params: int | None = setting(None, role="internal", help="parameter budget")
+    allow_more_params: bool = setting(False, role="io", help="lift the parameter budget")
+    on_divergence: str = setting("raise", role="internal", help="raise, or stop_run")
+    data_parallel: bool = setting(False, help="split every step's graphs over all local "
+                                  "devices (jax.sharding)")
+    check_memory: bool = setting(True, role="io", help="refuse a step that cannot fit in "
+                                 "device memory, before compiling it")
+    track_test: bool = setting(True, role="internal", help="score the test split each epoch")
+    progress: bool = setting(True, role="io", help="progress bars")
+    pipeline: str = setting("auto", choices=PIPELINES, role="io", help="where batches are "
+                            "built: device (gathered there), host (NumPy, copied ahead), "
+                            "auto")
+    checkpoint_seconds: float = setting(30.0, low=0, role="io", help="save at most this "
+                                        "often (0: every epoch)")
+    deadline: float | None = setting(None, role="internal", help="a time.time() to stop by")
+    description: str = setting("train", role="internal", help="the progress bar's label")
+    on_epoch_end: EpochHook | None = setting(None, role="internal", compare=False,
+                                             help="called after each epoch")
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
@@ -99,6 +138,8 @@ class TrainConfig:
             raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip}")
         if not 0 <= self.warmup_epochs < self.epochs:
             raise ValueError(f"warmup_epochs must be in [0, epochs), got {self.warmup_epochs}")
+        if not self.checkpoint_seconds >= 0:
+            raise ValueError(f"checkpoint_seconds must be >= 0, got {self.checkpoint_seconds}")
         if not 0 < self.plateau_factor < 1:
             raise ValueError(f"plateau_factor must be in (0, 1), got {self.plateau_factor}")
         if self.plateau_patience < 1 or not self.plateau_threshold > 0:
@@ -109,7 +150,8 @@ class TrainConfig:
                                    ("schedule", self.schedule, SCHEDULES),
                                    ("metric", self.metric, METRICS),
                                    ("task level", self.task_level, TASK_LEVELS),
-                                   ("on_divergence", self.on_divergence, DIVERGENCE)):
+                                   ("on_divergence", self.on_divergence, DIVERGENCE),
+                                   ("pipeline", self.pipeline, PIPELINES)):
             if value not in valid:
                 raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
         get_batch_loss(self.loss)
@@ -117,7 +159,8 @@ class TrainConfig:
     def identity(self) -> dict[str, Any]:
         """The fields that decide the numbers (the checkpoint fingerprint)."""
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
-                "description", "on_epoch_end", "check_memory", "track_test"}
+                "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
+                "checkpoint_seconds", "deadline"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
 

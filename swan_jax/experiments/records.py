@@ -1,0 +1,88 @@
+"""Run bookkeeping of the sweep: the results file a sweep appends to, summaries over
+seeds, and where a number was measured.
+
+- `ResultsFile`: a JSON list of records, appended to cell by cell (atomic writes).
+- `summarise_runs`: group run records by grid point; the best point by mean validation.
+- `machine_info`: platform, CPU cores, accelerator kind and count, jax version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swan_jax.io import save_json_atomic
+
+
+def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict[str, Any]:
+    """Group run records by grid point; pick the point with the best mean validation metric.
+
+    Returns the best point's hyper-parameters and mean / std over seeds of its validation
+    and test metrics, plus every point's means.
+    """
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault(json.dumps(run["hparams"], sort_keys=True), []).append(run)
+    points = []
+    for key, members in groups.items():
+        val = np.asarray([m["val_at_best"] for m in members], float)
+        test = np.asarray([m["test"] for m in members], float)
+        points.append({
+            "hparams": json.loads(key), "val_mean": float(np.mean(val)),
+            "val_std": float(np.std(val)), "test_mean": float(np.mean(test)),
+            "test_std": float(np.std(test)), "seeds": [m["seed"] for m in members],
+            "epochs_run": [m["epochs_run"] for m in members],
+            "diverged": [m.get("diverged", False) for m in members],
+        })
+    finite = [p for p in points if math.isfinite(p["val_mean"])] or points
+    best = (min if mode == "min" else max)(finite, key=lambda p: p["val_mean"])
+    return {"best": best, "points": points}
+
+
+def machine_info() -> dict[str, Any]:
+    """Where a number was measured: platform, CPU cores, accelerator kind and count, jax."""
+    import os
+
+    import jax
+
+    devices = jax.devices()
+    return {"machine": platform.platform(), "processor": platform.processor(),
+            "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(),
+            "device": str(devices[0]), "device_kind": devices[0].device_kind,
+            "device_count": len(devices), "jax": jax.__version__,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+class ResultsFile:
+    """A JSON list of records that a sweep appends to cell by cell (atomic writes).
+
+    An existing file is refused unless `overwrite` (start again) or `resume` (skip the
+    cells already in it) is given.
+    """
+
+    def __init__(self, path: Path, *, overwrite: bool = False, resume: bool = False):
+        self.path = Path(path)
+        self.records: list[dict[str, Any]] = []
+        if self.path.exists():
+            if resume:
+                self.records = json.loads(self.path.read_text())["records"]
+            elif not overwrite:
+                raise FileExistsError(
+                    f"{self.path} exists; pass --resume to skip the cells already done "
+                    f"or --overwrite to start again")
+
+    def done(self, key: Mapping[str, Any]) -> bool:
+        return any(all(r.get(k) == v for k, v in key.items()) for r in self.records)
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        save_json_atomic(self.path, {"machine": machine_info(), "records": self.records},
+                         overwrite=True)
