@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import pickle
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
-from swan_jax.experiments import flags
+from swan_jax.experiments import flags, signals
 from swan_jax.experiments.config import (
     SweepConfig,
     dump_toml,
@@ -30,10 +32,11 @@ from swan_jax.experiments.config import (
     schema,
     script_name,
 )
+from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
-from swan_jax.io import OutputPathError
+from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import SettingError
-from swan_jax.solvers import SolverError
+from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
 from swan_jax.train import StepTooLarge, TrainingInterrupted
 
 EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
@@ -41,6 +44,8 @@ EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverg
 # that fix it (its text is all that crosses XLA), its known phrases map to flags here.
 SOLVER_FLAGS = {"loosen rtol/atol, raise max_steps, or": "loosen --rtol / --atol, or",
                 "a stiff solver such as 'kvaerno5'": "a stiff solver such as --solver kvaerno5",
+                "a fixed-step solver such as 'euler' or 'heun'":
+                    "a fixed-step solver such as --solver euler or --solver heun",
                 "lower epsilon or tighten the tolerances":
                     "lower --epsilon or tighten --rtol / --atol"}
 # Hints a data error earns when the experiment has the setting that acts on it.
@@ -112,7 +117,17 @@ def parse_config(exp: Experiment, argv: Sequence[str] | None = None) -> SweepCon
 def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
     args = [a for a in argv if a != "--overwrite"]
     args += [] if "--resume" in args else ["--resume"]
-    return shlex.join(["python", "-m", type(exp).__module__, *args])
+    # This interpreter (the environment's), not a bare `python`: runnable as printed from
+    # a shell without the environment activated, and from `make`.
+    return shlex.join([sys.executable, "-m", type(exp).__module__, *args])
+
+
+def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> str:
+    """What the interrupt watchdog prints when a compiled step does not return in time."""
+    return (f"interrupted by {signals.signal_name()} inside a compiled step that did not "
+            f"return within seconds: the running program's last checkpoint is kept, finished "
+            f"programs are in {cfg.results_dir}/results.json.\n"
+            f"resume with: {resume_command(exp, argv)}")
 
 
 def _switch_flag(exp: Experiment, switch: str) -> str | None:
@@ -147,6 +162,19 @@ def data_error_message(exp: Experiment, err: BaseException) -> str | None:
     return f"{exp.label} data error: {text}"
 
 
+def _by() -> str:
+    return "" if signals.signal_name() == "Ctrl-C" else f" by {signals.signal_name()}"
+
+
+def disk_full_message(err: BaseException) -> str | None:
+    """One line for a write that found the disk or quota full, wherever it happened."""
+    if not (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return None
+    where = f" writing {err.filename}" if err.filename else ""
+    return (f"{failure_reason(err)}{where}: free space there and run the same command again "
+            f"with --resume (completed epochs are checkpointed)")
+
+
 def solver_error_message(err: SolverError) -> str:
     """One line for a run-time solver error, naming the flags that change it."""
     text = " ".join(str(err).split())
@@ -162,8 +190,13 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     if "--dry-run" in argv:
         return dry_run(exp, cfg)
     try:
-        outcome = run_sweep(exp, cfg)
-    except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge) as err:
+        # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
+        # is its one sentence, not equinox's wrapping
+        with signals.interrupts_like_ctrl_c(lambda: _stuck_message(exp, cfg, argv)), \
+                clear_errors():
+            outcome = run_sweep(exp, cfg)
+    except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
+            CheckpointError, OutputWriteError, SolverTooLarge) as err:
         raise SystemExit(str(err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(err)) from None
@@ -171,15 +204,15 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else
                 "the running program kept no checkpoints")
-        print(f"interrupted: {kept}; finished programs are in {cfg.results_dir}/"
+        print(f"interrupted{_by()}: {kept}; finished programs are in {cfg.results_dir}/"
               f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise SystemExit(signals.exit_code()) from None
     except KeyboardInterrupt:  # outside an epoch: loading data, compiling
-        print(f"interrupted between epochs; finished programs are in {cfg.results_dir}/"
+        print(f"interrupted{_by()} between epochs; finished programs are in {cfg.results_dir}/"
               f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise SystemExit(signals.exit_code()) from None
     except Exception as err:  # data-layer errors become one line; anything else is a bug
-        message = data_error_message(exp, err)
+        message = data_error_message(exp, err) or disk_full_message(err)
         if message is None:
             raise
         raise SystemExit(message) from None

@@ -35,6 +35,7 @@ import numpy as np
 
 from swan_jax.experiments import report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
+from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.pytrees import tree_size
@@ -513,9 +514,15 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     """Run every program of `cfg` not yet in the results; write results, table, figure.
 
     Raises `SweepRefused` (one line) for what it refuses before training,
-    `FileExistsError` for an existing results file.
+    `FileExistsError` for an existing results file, `FolderInUse` when another run holds
+    the results or checkpoint folder.
     """
     check_outputs(cfg)
+    with lock_outputs(cfg):  # released on any exit, SIGKILL included
+        return _sweep_locked(exp, cfg)
+
+
+def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     results = ResultsFile(Path(cfg.results_dir) / "results.json", overwrite=cfg.overwrite,
                           resume=cfg.resume)
     cells = exp.cells(cfg)
@@ -553,6 +560,6 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
                      overwrite=True)
     write_text_atomic(folder / "table.md", exp.table(cfg, cells, skipped))
     write_text_atomic(folder / "config.toml", dump_toml(cfg, exp.name))
-    if cells:
-        exp.plot(cells, folder / f"{exp.name}.png")
+    if cells:  # a figure that fails is a warning: the results above are written
+        report.draw_figure(exp, cells, folder / f"{exp.name}.png")
     return cells

@@ -29,7 +29,7 @@ import flax.linen as nn
 from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
 from swan_jax.data.transfer import TOPOLOGIES, beta_matters, load_transfer
 from swan_jax.data.transfer import VARIANTS as DATA_VARIANTS
-from swan_jax.experiments import command
+from swan_jax.experiments import command, report
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.models import (
@@ -192,18 +192,14 @@ def positive_int(text: str) -> int:
 
 def plot_distances(cells: Sequence[dict], path: Path) -> bool:
     """Test MSE against distance (log y), one panel per topology, one line per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
     topologies = [t for t in TOPOLOGIES if any(c["topology"] == t for c in cells)]
     if not topologies:
         return False
     models = list(dict.fromkeys(c["model"] for c in cells))
-    fig, axes = plt.subplots(1, len(topologies), figsize=(4.5 * len(topologies), 3.6),
-                             squeeze=False, sharey=True)
+    fig = report.figure(figsize=(4.5 * len(topologies), 3.6))  # no pyplot state
+    axes = fig.subplots(1, len(topologies), squeeze=False, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
         for model in models:
             rows = sorted((c["distance"], c["test_mean"], c["test_std"]) for c in cells
@@ -230,7 +226,6 @@ def plot_distances(cells: Sequence[dict], path: Path) -> bool:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
-    plt.close(fig)
     return True
 
 
