@@ -12,6 +12,24 @@ def x64():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _compiled_programs_are_reused_within_the_session(tmp_path_factory):
+    """JAX's persistent compilation cache in a folder of this test session (empty at its
+    start, so a fresh clone's `make test` pays every first compile): a program compiled
+    again, bit for bit the same (a resumed run, the tiny transfer run many tests train),
+    is read back instead. Compiling is most of the suite's time on a CPU. The folder is
+    per xdist worker, so no two processes write one entry; subprocesses (scripts,
+    notebook kernels) inherit it and are run one at a time by their worker."""
+    folder = tmp_path_factory.getbasetemp() / "jax-compilation-cache"
+    folder.mkdir(exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JAX_COMPILATION_CACHE_DIR", str(folder))
+        mp.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _downloads_never_go_to_the_home_folder(tmp_path_factory):
     """Loaders download into env SWAN_DOWNLOAD_DIR (default ~/.cache/swan-jax) and cache
     into SWAN_CACHE_DIR (default ~/.cache/swan-jax/processed): in tests, session temp
