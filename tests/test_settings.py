@@ -388,3 +388,20 @@ def test_any_toml_mutation_is_refused_in_one_line_or_resolves_to_what_it_asked(
     written.write_text(out)
     transfer = module("transfer")
     assert load_toml(transfer.TransferConfig, written) == transfer.parse_config(argv)
+
+
+def test_a_run_whose_reported_point_diverged_exits_3_unless_allowed(tmp_path, capsys):
+    """`--lr 1e9` used to exit 0 with "(diverged runs)" only in the table."""
+    argv = ["--topology", "line", "--distance", "3", "--model", "swan", "--epochs", "2",
+            "--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
+            "--beta", "1", "--adjacency", "sym", "--seeds", "0", "--no-progress", "--lr",
+            "1e9", "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    status, out, err = run("transfer", argv, capsys)
+    assert status == command.EXIT_DIVERGED and "(diverged runs)" in out
+    assert re.search(r"^diverged: line / 3 / swan: 1 of 1 run\(s\) at \{.*'learning_rate': "
+                     r"1000000000\.0\} went non-finite; lower --lr, or change the grid$", err,
+                     re.M), err
+    # Asked otherwise: the same results (resumed, nothing trains again) exit 0, still said.
+    status, _, err = run("transfer", [*argv, "--resume", "--allow-diverged"], capsys)
+    assert status == 0 and "diverged: line / 3 / swan" in err

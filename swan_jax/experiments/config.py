@@ -359,6 +359,8 @@ def dump_toml(cfg: SweepConfig, experiment: str) -> str:
              f'experiment = "{experiment}"']
     lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if k not in tables]
     for name, table in tables.items():
+        if not table:  # an empty table is the default
+            continue
         lines += ["", f"[{name}]"] + [f"{_toml_key(k)} = {_toml_value(v)}"
                                       for k, v in table.items()]
     return "\n".join(lines) + "\n"
