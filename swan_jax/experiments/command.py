@@ -78,9 +78,9 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     return p
 
 
-def setting_line(exp: Experiment, err: SettingError, *, from_flags: bool) -> str:
-    """One line for a refused setting: its flag when a flag gave it, else its TOML name."""
-    if not from_flags or err.where:
+def setting_line(exp: Experiment, err: SettingError) -> str:
+    """One line for a refused setting: the file and key that gave it, else its flag."""
+    if err.where:
         return err.line()
     return err.line(flags.subject(flags.flag_names(exp.Config), err.setting))
 
@@ -109,7 +109,7 @@ def parse_config(exp: Experiment, argv: Sequence[str] | None = None) -> SweepCon
         cfg = apply_flags(args, exp, cfg)
         return exp.apply_arguments(args, cfg, parser.error)
     except SettingError as err:
-        parser.error(setting_line(exp, err, from_flags=True))
+        parser.error(setting_line(exp, err))
     except ValueError as err:  # a check across settings (TrainConfig, an experiment's)
         parser.error(" ".join(str(err).split()))
 
