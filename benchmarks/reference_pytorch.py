@@ -56,13 +56,17 @@ def _torch_scatter_shim() -> None:
 
 def load_reference(path: Path):
     """The authors' module from `path`, with the one crashing branch patched."""
+    import torch
+
     _torch_scatter_shim()
     spec = importlib.util.spec_from_file_location("swan_reference", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # PyG reads the annotations' module by name
     spec.loader.exec_module(module)
     original = module.ConstrainedConv.message
 
-    def message(self, x_j, edge_weight=None):
+    def message(self, x_j: torch.Tensor, edge_weight: torch.Tensor | None = None
+                ) -> torch.Tensor:
         if edge_weight is not None and self.lin_edge is None and edge_weight.dim() == 1:
             return edge_weight.view(-1, 1) * x_j  # the branch as intended
         return original(self, x_j, edge_weight)
@@ -103,7 +107,7 @@ def time_reference(module, splits, device: str, rounds: int) -> dict:
         torch.manual_seed(0)
         model = module.SWAN(input_dim=9, output_dim=10, hidden_dim=128, num_layers=5,
                             epsilon=1.0, gamma=0.1, beta=1.0, attention=attention,
-                            weight_sharing=False).to(device)
+                            weight_sharing=True).to(device)  # one W, 5 steps: as ours
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         loss_fn = torch.nn.BCEWithLogitsLoss()
 
