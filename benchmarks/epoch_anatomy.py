@@ -1,11 +1,12 @@
 """Epoch anatomy: where one training epoch goes, on both pipelines, for four workloads.
 
-For each workload (Peptides-func SWAN, transfer line k = 10 on the paper's grid, GraphProp
-at the CPU protocol, Tolokers full batch) and each pipeline ("device": data placed once,
-batches gathered on the device; "host": NumPy batches built and copied in a background
-thread), one `swan_jax.train.train` call of a few epochs gives the epoch's wall time
-(median of the epochs after the first, which compiles), and the same program's parts are
-timed alone, blocked on their results:
+For each workload (Peptides-func SWAN; transfer line k = 10 on the paper's grid, and at
+the CPU protocol's one point and 2 seeds; GraphProp at the CPU protocol; Tolokers full
+batch) and each pipeline ("device": data placed once, batches gathered on the device;
+"host": NumPy batches built and copied in a background thread), one
+`swan_jax.train.train` call of a few epochs gives the epoch's wall time (median of the
+epochs after the first, which compiles), and the same program's parts are timed alone,
+blocked on their results:
 
 - host batch building: NumPy batches of an epoch (host), or packing graph ids (device);
 - copies: putting an epoch's NumPy batches on the device (host pipeline only);
@@ -44,7 +45,7 @@ from swan_jax.data.batching import iterate_batches
 from swan_jax.data.device import epoch_ids
 from swan_jax.train import NodeSplit, TrainConfig, _loop, train
 
-WORKLOADS = ("peptides", "transfer", "graphprop", "tolokers")
+WORKLOADS = ("peptides", "transfer", "transfer-cpu", "graphprop", "tolokers")
 PIPELINES = ("device", "host")
 
 
@@ -149,8 +150,9 @@ def _tolokers(quick: bool) -> Workload:
                     f"(scored on the host), split 0")
 
 
-BUILD = {"peptides": _peptides, "transfer": _transfer, "graphprop": _graphprop,
-         "tolokers": _tolokers}
+BUILD = {"peptides": _peptides, "transfer": _transfer,
+         "transfer-cpu": lambda quick: _transfer(quick, paper_grid=False),
+         "graphprop": _graphprop, "tolokers": _tolokers}
 
 
 def _blocked(fn, repeat: int) -> float:
