@@ -12,6 +12,7 @@ path; --all with --dataset, --resume with --overwrite, diverged runs).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 import re
@@ -263,11 +264,19 @@ def _typo(name: str) -> st.SearchStrategy[str]:
                             name[1:] or "x"]).filter(lambda k: k != name)
 
 
-CELL = {"topologies": ["ring"], "distances": [3], "models": ["swan"]}
-KEYS = sorted(k for k, e in schema(module("transfer").TransferConfig).items()
-              if kind_of(e.hint).item is not Any
-              and k not in ("resume", "overwrite", "results_dir"))
-AXES = sorted(axes_of(module("transfer").TransferConfig))
+CELLS = {"transfer": {"topologies": ["ring"], "distances": [3], "models": ["swan"]},
+         "lrgb": {"datasets": ["peptides-func"]}, "graphprop": {}, "node_classification": {}}
+
+
+@functools.cache
+def space(name: str) -> tuple[dict, list[str], dict]:
+    """(settings, the TOML keys mutated, grid axes) of an experiment's configuration."""
+    entries = schema(module(name).EXPERIMENT.Config)
+    keys = sorted(k for k, e in entries.items() if kind_of(e.hint).item is not Any
+                  and k not in ("resume", "overwrite", "results_dir"))  # flags set these
+    return entries, keys, axes_of(module(name).EXPERIMENT.Config)
+
+
 VALUES = st.one_of(
     st.integers(-3, 5), st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(["none", "three", "", "sym", "adam", "euler", "tsit5", "ring", "paper",
@@ -302,23 +311,22 @@ def _valid(entry, many: bool | None = None) -> st.SearchStrategy:
 
 
 HOW = ("valid", "valid", "valid", "valid", "any", "typo")  # of each key: its value, or name
-ENTRIES = schema(module("transfer").TransferConfig)
-AXIS_ENTRIES = axes_of(module("transfer").TransferConfig)
 
 
 @st.composite
-def mutations(draw) -> dict:
+def mutations(draw, name: str) -> dict:
     """A TOML document: a few top-level keys and grid axes, sometimes misspelt, with valid
     values or any values (wrong types, out of range, NaN, empty lists)."""
+    entries, keys, axes = space(name)
     doc: dict = {}
     for _ in range(draw(st.integers(1, 3))):
-        key, how = draw(st.sampled_from(KEYS)), draw(st.sampled_from(HOW))
-        value = draw(_valid(ENTRIES[key]) if how != "any" else VALUES)
+        key, how = draw(st.sampled_from(keys)), draw(st.sampled_from(HOW))
+        value = draw(_valid(entries[key]) if how != "any" else VALUES)
         doc[draw(_typo(key)) if how == "typo" else key] = value
     grid = {}
     for _ in range(draw(st.integers(0, 2))):
-        axis, how = draw(st.sampled_from(AXES)), draw(st.sampled_from(HOW))
-        value = draw(_valid(AXIS_ENTRIES[axis], many=True) if how != "any"
+        axis, how = draw(st.sampled_from(sorted(axes))), draw(st.sampled_from(HOW))
+        value = draw(_valid(axes[axis], many=True) if how != "any"
                      else st.one_of(VALUES, st.lists(VALUES, max_size=2)))
         grid[draw(_typo(axis)) if how == "typo" else axis] = value
     if grid:
@@ -354,30 +362,33 @@ def _same(asked, got) -> bool:
     return asked == got or str(Path(asked)) == got
 
 
-@settings(max_examples=120, deadline=None,
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(doc=mutations())
+@given(data=st.data())
 def test_any_toml_mutation_is_refused_in_one_line_or_resolves_to_what_it_asked(
-        doc, tmp_path_factory, capsys):
+        name, data, tmp_path_factory, capsys):
+    doc = data.draw(mutations(name))
     folder = tmp_path_factory.mktemp("toml")
     path = folder / "run.toml"
     grid = doc.pop("grid", {})
-    doc = {**CELL, **doc}  # one cell unless a mutation changes it
+    doc = {**CELLS[name], **doc}  # one cell unless a mutation changes it
     text = "\n".join(f"{k} = {_toml(v)}" for k, v in doc.items())
     text += "\n[grid]\n" + "\n".join(f"{k} = {_toml(v)}" for k, v in grid.items())
     path.write_text(text + "\n")
     argv = ["--config", str(path), "--results-dir", str(folder / "res"), "--dry-run"]
-    status, out, err = run("transfer", argv, capsys)
+    status, out, err = run(name, argv, capsys)
     event("refused" if status else "accepted")
     if status != 0:
         assert status == 2 and out == ""
         line = refusal(err)
-        assert line.startswith(f"swan-transfer: error: {path}: ") or "--" in line, line
+        script = f"swan-{name.replace('_', '-')}"
+        assert line.startswith(f"{script}: error: {path}: ") or "--" in line, line
         return
     assert err == "" and not (folder / "res").exists()
-    resolved = tomllib.loads(out)
+    resolved, axes = tomllib.loads(out), space(name)[2]
     for key, value in doc.items():
-        axis = key in AXES and key not in resolved
+        axis = key in axes and key not in resolved
         got = resolved["grid"][key] if axis else resolved[key]
         asked = value if not axis or isinstance(value, list) else [value]
         assert _same(asked, got), (key, value, got)
@@ -386,8 +397,8 @@ def test_any_toml_mutation_is_refused_in_one_line_or_resolves_to_what_it_asked(
         assert _same(asked, resolved["grid"][axis]), (axis, values)
     written = folder / "config.toml"
     written.write_text(out)
-    transfer = module("transfer")
-    assert load_toml(transfer.TransferConfig, written) == transfer.parse_config(argv)
+    exp = module(name).EXPERIMENT
+    assert load_toml(exp.Config, written) == module(name).parse_config(argv)
 
 
 def test_a_run_whose_reported_point_diverged_exits_3_unless_allowed(tmp_path, capsys):
