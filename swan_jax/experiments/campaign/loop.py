@@ -209,7 +209,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         outcome = run_cell(entry, work, deadline, **opts.overrides)
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
-        outcome = CellOutcome(False, 0, 0, deadline.epochs, 0.0, stopped="interrupted")
+        outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
     except Exception as err:  # one cell's failure (missing data, a bug) stops only it
         line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
         state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]

@@ -129,7 +129,7 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *, first_epoch_second
     from swan_jax.experiments import sweep
     from swan_jax.train import TrainingInterrupted
 
-    started = time.monotonic()
+    started, epochs_before = time.monotonic(), deadline.epochs
     exp, cfg = cell_config(entry, work, **overrides)
     sweep.check_outputs(cfg)
     results = ResultsFile(work / "results.json", resume=True)
@@ -155,5 +155,6 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *, first_epoch_second
     finished = done == len(programs) and not skipped
     summaries = sweep.write_outputs(exp, cfg, results, programs, skipped) if finished else []
     return CellOutcome(finished=finished, programs=len(programs), programs_done=done,
-                       epochs=deadline.epochs, seconds=time.monotonic() - started,
+                       epochs=deadline.epochs - epochs_before,
+                       seconds=time.monotonic() - started,
                        cells=summaries, stopped=stopped or ("; ".join(skipped)))
