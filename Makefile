@@ -40,10 +40,12 @@ lint: install
 	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
 
 # Five benchmarks -> benchmarks/results/*.json, benchmarks/figures/benchmarks.png and the
-# table in BENCHMARKS.md (about 10 minutes on 2 CPU cores). BENCH_FLAGS=--quick for a look.
+# table in BENCHMARKS.md (about 10 minutes on 2 CPU cores), then the epoch anatomy of both
+# training pipelines -> benchmarks/results/epoch_anatomy.json. BENCH_FLAGS=--quick for a look.
 BENCH_FLAGS ?=
 bench: install
 	$(PY) -m benchmarks.run_all $(BENCH_FLAGS)
+	$(PY) -m benchmarks.epoch_anatomy $(if $(findstring --quick,$(BENCH_FLAGS)),--quick)
 
 # Is the GPU used? Prints the devices, times one SWAN training step and one epoch on toy
 # graphs, and fails when the training did not run on a GPU (after make install DEVICE=cuda13).
