@@ -229,6 +229,24 @@ def anatomy(name: str, quick: bool, epochs: int, repeat: int) -> dict[str, Any]:
     return record
 
 
+def table(results: dict[str, Any]) -> str:
+    """The markdown table of a results file (BENCHMARKS.md quotes it)."""
+    rows = ["| workload | pipeline | epoch s | host building s | copies s | device steps s | "
+            "evaluation s | checkpoint s | device busy |", "|---|---|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "" if v is None else f"{v:.3g}"  # noqa: E731
+    for name, r in results["workloads"].items():
+        if "skipped" in r:
+            rows.append(f"| {name} | skipped: {r['skipped']} | | | | | | | |")
+            continue
+        for pipeline in PIPELINES:
+            x = r[pipeline]
+            rows.append(f"| {name} | {pipeline} | {fmt(x['epoch_s'])} | "
+                        f"{fmt(x.get('host_build_s'))} | {fmt(x.get('copies_s'))} | "
+                        f"{fmt(x.get('device_steps_s'))} | {fmt(x.get('evaluation_s'))} | "
+                        f"{fmt(x['checkpoint_s'])} | {100 * x['busy_share']:.0f}% |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.epoch_anatomy",
                                 description=__doc__.split("\n")[0])
@@ -239,7 +257,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="repeats of each timed part")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
                    "epoch_anatomy.json", help="where the JSON goes")
+    p.add_argument("--report", action="store_true",
+                   help="print the markdown table of --out and stop")
     args = p.parse_args(argv)
+    if args.report:
+        print(table(json.loads(args.out.read_text())))
+        return 0
     names = [n for n in args.only.split(",") if n]
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
