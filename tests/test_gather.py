@@ -237,8 +237,8 @@ def test_layer_dependent_weights_and_trajectories_equal_the_segment_path(variant
     pg = prepared(graph, 1)
     params = make_params(cfg, 3, seed=12)
     x0 = jnp.asarray(np.random.default_rng(13).normal(size=(pg.num_nodes, 3)))
-    assert_close(sj.solve(params, pg, x0, cfg, save_trajectory=True),
-                 sj.solve(params, graph, x0, cfg, save_trajectory=True))
+    trajectory = jax.jit(lambda p, g: sj.solve(p, g, x0, cfg, save_trajectory=True))
+    assert_close(trajectory(params, pg), trajectory(params, graph))  # compiled, not op by op
 
 
 def test_forward_mode_jacobians_equal_the_segment_path(x64):
@@ -305,15 +305,16 @@ def test_baselines_on_the_prepared_path_equal_the_segment_path(kind, x64):
     n = int(graph.n_node.sum())
     x = jnp.asarray(np.random.default_rng(23).normal(size=(n, 3)))
     stack = sj.MPNNStack(kind, 4, 2)
+    params = stack.init(jax.random.PRNGKey(0), graph, x)
+
+    def loss(p, x, g):
+        return jnp.sum(jnp.sin(stack.apply(p, g, x)))
+
+    # Compiled once per graph layout: op by op, the same check took ~7x longer.
+    value_and_grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+    reference = value_and_grad(params, x, graph)
     for width in WIDTHS:
-        pg = prepared(graph, width)
-        params = stack.init(jax.random.PRNGKey(0), graph, x)
-
-        def loss(p, x, g):
-            return jnp.sum(jnp.sin(stack.apply(p, g, x)))
-
-        assert_close(jax.value_and_grad(loss, argnums=(0, 1))(params, x, pg),
-                     jax.value_and_grad(loss, argnums=(0, 1))(params, x, graph), tol=1e-11)
+        assert_close(value_and_grad(params, x, prepared(graph, width)), reference, tol=1e-11)
 
 
 # --- the structural property -------------------------------------------------------
