@@ -1,11 +1,12 @@
 """swan-jax: SWAN (Space-Weight ANtisymmetric GNN, Gravina et al., AAAI 2025) in JAX.
 
 The core is pure: `vector_field(params, graph, x, cfg)` and `solve(...)` over
-explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it.
-Conventions: docs/conventions.md.
+explicit parameter pytrees; Flax modules in `swan_jax.models` only wrap it. Graphs
+(builders, the prepared layout, kernels, checks) live in `swan_jax.graph`.
+Conventions: docs/conventions.md; layers and imports: docs/architecture.md.
 """
 
-from swan_jax import analysis, gather, graphs
+from swan_jax import analysis, graph
 from swan_jax.compiles import CompileCounter
 from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
 from swan_jax.field import (
@@ -16,6 +17,27 @@ from swan_jax.field import (
     required_keys,
     vector_field,
 )
+from swan_jax.graph import (
+    EdgeOperators,
+    PreparedGraph,
+    SlotOperators,
+    aggregate,
+    antisymmetric_aggregate,
+    check_prepared,
+    checked,
+    dense_operator,
+    edge_operators,
+    gather,
+    in_degree,
+    plain_graph,
+    prepare_graph,
+    slot_operators,
+    symmetric_aggregate,
+    traced_checks,
+    validate_graph,
+    validate_node_features,
+)
+from swan_jax.graph import builders as graphs  # `sj.graphs`: the name before swan_jax.graph
 from swan_jax.models import (
     BASELINE_LAYERS,
     MLP,
@@ -27,18 +49,6 @@ from swan_jax.models import (
     SWANBlock,
     pool_nodes,
 )
-from swan_jax.operators import (
-    EdgeOperators,
-    SlotOperators,
-    aggregate,
-    antisymmetric_aggregate,
-    dense_operator,
-    edge_operators,
-    in_degree,
-    slot_operators,
-    symmetric_aggregate,
-)
-from swan_jax.prepared import PreparedGraph, check_prepared, plain_graph, prepare_graph
 from swan_jax.pytrees import tree_size
 from swan_jax.solvers import (
     ADAPTIVE_SOLVERS,
@@ -49,14 +59,13 @@ from swan_jax.solvers import (
     clear_errors,
     solve,
 )
-from swan_jax.validation import checked, traced_checks, validate_graph, validate_node_features
 
 __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
 
 __all__ = [
     "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
     "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder",
-    "MLP", "MPNNStack", "graphs",
+    "MLP", "MPNNStack", "graph", "graphs",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
     "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",

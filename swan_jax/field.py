@@ -9,12 +9,14 @@ Row-vector convention, `X` is `[N, d]`:
 Everything here is a pure function of explicit parameter pytrees, so it composes
 with `jit`, `grad` and `vmap` (many seeds at once).
 
-Two paths compute the same field. On a `jraph.GraphsTuple` the operators are edge
-weights and the aggregations segment sums (the reference). On a `PreparedGraph`
-(`swan_jax.prepare_graph`) they are slot values and the aggregations gathers
-(`swan_jax.gather`): one fused `[N, d] x [d, 3d]` product per step,
-`X [W - W^T - gamma I | V - V^T | beta (Z + Z^T)]`, then `Phi + beta Psi` as one pass
-over the slots, and a backward pass that is again that gather (`S^T = S`, `T^T = -T`).
+The field reads the graph through one protocol (`swan_jax.graph.as_operator`, the
+operations of `swan_jax.graph.GraphOps`), whichever layout it holds. On a
+`jraph.GraphsTuple` the operators are edge weights and the aggregations segment sums
+(the reference). On a `PreparedGraph` (`swan_jax.prepare_graph`) they are slot values
+and the aggregations gathers (`swan_jax.graph.gather`): one fused `[N, d] x [d, 3d]`
+product per step, `X [W - W^T - gamma I | V - V^T | beta (Z + Z^T)]`, then
+`Phi + beta Psi` as one pass over the slots, and a backward pass that is again that
+gather (`S^T = S`, `T^T = -T`).
 """
 
 from __future__ import annotations
@@ -23,26 +25,21 @@ from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
-import jraph
 import numpy as np
 
-from swan_jax import gather
 from swan_jax.config import SWANConfig
-from swan_jax.operators import (
+from swan_jax.graph import (
     EdgeOperators,
+    Graph,
     SlotOperators,
-    aggregate,
-    antisymmetric_aggregate,
-    edge_operators,
-    slot_operators,
-    symmetric_aggregate,
+    Term,
+    as_operator,
+    is_traced,
+    validate_node_features,
 )
-from swan_jax.prepared import PreparedGraph
-from swan_jax.validation import is_traced, validate_graph, validate_node_features
 
 Array = jax.Array
 Params = Mapping[str, Array]
-Graph = jraph.GraphsTuple | PreparedGraph
 
 ACTIVATION_FNS = {
     "tanh": jnp.tanh,
@@ -114,13 +111,7 @@ def learned_edge_weights(params: Params, graph: Graph, x0: Array, cfg: SWANConfi
     product gathered to the pairs.
     """
     sigma = ACTIVATION_FNS[cfg.edge_activation]
-    if isinstance(graph, PreparedGraph):
-        d = x0.shape[-1]
-        ends = x0 @ jnp.concatenate([params["K1"][:d], params["K1"][d:]], axis=1)  # one product
-        hidden = sigma(gather.gather_pair_ends(graph, ends[:, :d], ends[:, d:]) + params["k1"])
-    else:
-        pair = jnp.concatenate([x0[graph.receivers], x0[graph.senders]], axis=-1)
-        hidden = sigma(pair @ params["K1"] + params["k1"])
+    hidden = sigma(as_operator(graph).pair_linear(x0, params["K1"]) + params["k1"])
     return jnp.mean(jax.nn.relu(hidden @ params["K2"] + params["k2"]), axis=-1)
 
 
@@ -130,9 +121,8 @@ def build_operators(
     """`A_hat`, `A_tilde` (or `A_hat_F`, `A_tilde_F` from `x0`), built once per solve:
     edge weights on a GraphsTuple, slot values on a `PreparedGraph`."""
     weights = learned_edge_weights(params, graph, x0, cfg) if cfg.learned_operators else None
-    if isinstance(graph, PreparedGraph):
-        return slot_operators(graph, cfg.adjacency, weights, dtype=x0.dtype)
-    return edge_operators(graph, x0.shape[0], cfg.adjacency, weights, dtype=x0.dtype)
+    return as_operator(graph).operators(cfg.adjacency, weights, num_nodes=x0.shape[0],
+                                        dtype=x0.dtype)
 
 
 def layer_index(t: Array | float, cfg: SWANConfig) -> Array:
@@ -160,51 +150,21 @@ def field_with_operators(
     cfg: SWANConfig,
     t: Array | float = 0.0,
 ) -> Array:
-    """The vector field with precomputed operators (`build_operators`): `[N, d] -> [N, d]`."""
-    if isinstance(ops, SlotOperators):
-        return _slot_field(params, graph, x, ops, cfg, t)
-    p = step_params(params, t, cfg)
-    d = x.shape[-1]
-    eye = jnp.eye(d, dtype=x.dtype)
-    W, V = p["W"], p["V"]
-    pre = x @ (W - W.T - cfg.gamma * eye) + p["b"]
-    if cfg.plain_phi:
-        pre = pre + aggregate(graph, ops.w_hat, x) @ V
-    else:
-        pre = pre + symmetric_aggregate(graph, ops.w_hat, x) @ (V - V.T)
-    if cfg.has_psi:
-        Z = p["Z"]
-        pre = pre + cfg.beta * (antisymmetric_aggregate(graph, ops.w_tilde, x) @ (Z + Z.T))
-    return ACTIVATION_FNS[cfg.activation](pre)
+    """The vector field with precomputed operators (`build_operators`): `[N, d] -> [N, d]`.
 
-
-def _slot_field(params: Params, graph: PreparedGraph, x: Array, ops: SlotOperators,
-                cfg: SWANConfig, t: Array | float) -> Array:
-    """The field on the slot layout: one `[N, d] x [d, 3d]` product, one slot pass.
-
-    `pre = Y_W + Phi + beta Psi + b` with `[Y_W | Y_V | Y_Z] = X [W - W^T - gamma I |
-    V - V^T | beta (Z + Z^T)]`, `Phi = (A_hat + A_hat^T) Y_V` and `Psi = (A_tilde -
-    A_tilde^T) Y_Z` (`A_hat Y_V` with `V` for -ne and adgn): the products commute with
-    the aggregations, so aggregating after the product gives the same field.
+    `pre = X (W - W^T - gamma I) + b + Phi + beta Psi`, one `GraphOps.mix` of the graph:
+    `Phi = (A_hat + A_hat^T) X (V - V^T)` (`A_hat X V` for -ne and adgn) and
+    `Psi = (A_tilde - A_tilde^T) X (Z + Z^T)`.
     """
     p = step_params(params, t, cfg)
     d = x.shape[-1]
     W, V = p["W"], p["V"]
-    blocks = [W - W.T - cfg.gamma * jnp.eye(d, dtype=x.dtype)]
-    if cfg.plain_phi:
-        blocks.append(V)
-        values, transposed = [ops.hat], [ops.hat_t]
-    else:
-        blocks.append(V - V.T)
-        values, transposed = [ops.phi], [ops.phi]
+    self_matrix = W - W.T - cfg.gamma * jnp.eye(d, dtype=x.dtype)
+    terms = [Term("hat", V) if cfg.plain_phi else Term("phi", V - V.T)]
     if cfg.has_psi:
         Z = p["Z"]
-        blocks.append(cfg.beta * (Z + Z.T))
-        values.append(ops.psi)
-        transposed.append(ops.psi_t)
-    y = x @ jnp.concatenate(blocks, axis=1)
-    inputs = [y[:, (i + 1) * d:(i + 2) * d] for i in range(len(values))]
-    pre = y[:, :d] + p["b"] + gather.aggregate(graph, values, transposed, inputs)
+        terms.append(Term("psi", Z + Z.T, cfg.beta))
+    pre = as_operator(graph).mix(ops, x, self_matrix, p["b"], tuple(terms))
     return ACTIVATION_FNS[cfg.activation](pre)
 
 
@@ -236,7 +196,8 @@ def check_inputs(
     missing = [k for k in required_keys(cfg) if k not in params]
     if missing:
         raise ValueError(f"params for variant {cfg.variant!r} lack keys {missing}")
-    validate_graph(graph)
+    layout = as_operator(graph)  # ValueError unless a graph of either layout
+    layout.validate()
     w_shape = tuple(jnp.shape(params["W"]))
     expected = "[d, d]" if cfg.weight_sharing else f"[{cfg.num_layers}, d, d]"
     if len(w_shape) != (2 if cfg.weight_sharing else 3) or w_shape[-1] != w_shape[-2]:
@@ -252,10 +213,7 @@ def check_inputs(
     if x0 is not None and tuple(jnp.shape(x0)) != tuple(jnp.shape(x)):
         raise ValueError(f"x0 has shape {tuple(jnp.shape(x0))} but x has shape "
                          f"{tuple(jnp.shape(x))}; they must match")
-    if isinstance(graph, PreparedGraph) and jnp.shape(x)[:1] != (graph.num_nodes,):
-        # Static, so checked under tracing too: a gather past the last row would clamp.
-        raise ValueError(f"x has shape {tuple(jnp.shape(x))} but the prepared graph has "
-                         f"{graph.num_nodes} nodes")
+    layout.check_states(x)
     if is_traced(graph.n_node):
         return
     num_nodes = int(np.sum(np.asarray(graph.n_node)))

@@ -3,8 +3,9 @@
 A model is `encoder -> processor -> readout` over a padded, batched
 `jraph.GraphsTuple` or its `PreparedGraph` (`Model`). Parameters stay plain pytrees
 (Flax variable dicts), so `jax.vmap` over `Model.init` / `Model.apply` trains many
-seeds in one program. On a `PreparedGraph` the baselines aggregate with the same
-gather-only slot kernels as SWAN (`swan_jax.gather`), so comparisons stay fair.
+seeds in one program. The baselines read the graph through the protocol of
+`swan_jax.graph` (`as_operator`): on a `PreparedGraph` they aggregate with the same
+gather-only slot kernels as SWAN (`swan_jax.graph.slots`), so comparisons stay fair.
 """
 
 from __future__ import annotations
@@ -17,38 +18,12 @@ import jax
 import jax.numpy as jnp
 import jraph
 
-from swan_jax import gather
 from swan_jax.config import SWANConfig
 from swan_jax.field import init_params
-from swan_jax.operators import aggregate, edge_operators, in_degree, safe_inverse
-from swan_jax.prepared import PreparedGraph
+from swan_jax.graph import Graph, as_operator, safe_inverse
 from swan_jax.solvers import solve
 
 Array = jax.Array
-Graph = jraph.GraphsTuple | PreparedGraph
-
-
-def slot_adjacency(graph: PreparedGraph, dtype) -> tuple[Array, Array, Array]:
-    """`A` on the slots (`f = A[u, v]`, `b = A[v, u]`) and the in-degree `[N]`."""
-    f = jnp.asarray(graph.forward_count, dtype)
-    b = jnp.asarray(graph.backward_count, dtype)
-    return f, b, gather.node_sum(graph, jnp.sum(f, axis=1))
-
-
-def scaled_slot_aggregate(graph: PreparedGraph, row_scale: Array, neighbor_scale: Array,
-                          x: Array) -> Array:
-    """`diag(r) A diag(c) X` on the slots, for node vectors `r`, `c` `[N]`: `[N, d]`.
-
-    Values `(A[u, v] r_u) c_v`, the products in the order of the segment-sum path.
-    """
-    f, b, _ = slot_adjacency(graph, x.dtype)
-    rows, neighbors = gather.row_owner(graph, row_scale)[:, None], gather.gather_neighbors(
-        graph, neighbor_scale)
-    columns, mirrored = gather.gather_neighbors(graph, row_scale), gather.row_owner(
-        graph, neighbor_scale)[:, None]
-    # Stored once (see `gather.materialize`), not recomputed per output element.
-    values, transposed = gather.materialize((f * rows * neighbors, b * columns * mirrored))
-    return gather.aggregate(graph, (values,), (transposed,), (x,))
 
 
 def node_graph_index(graph: jraph.GraphsTuple, num_nodes: int) -> Array:
@@ -138,15 +113,12 @@ class GCNLayer(nn.Module):
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
         h = nn.Dense(self.hidden)(x)
-        if isinstance(graph, PreparedGraph):
-            inv_sqrt = safe_inverse(slot_adjacency(graph, x.dtype)[2] + 1.0, 0.5)
-            # Stored once: the activation after the layer and its derivative both read it.
-            return gather.materialize(scaled_slot_aggregate(graph, inv_sqrt, inv_sqrt, h)
-                                      + h * (inv_sqrt**2)[:, None])
-        deg = in_degree(graph, x.shape[0]).astype(x.dtype) + 1.0
-        inv_sqrt = safe_inverse(deg, 0.5)
-        weights = inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
-        return aggregate(graph, weights, h) + h * (inv_sqrt**2)[:, None]
+        layout = as_operator(graph)
+        inv_sqrt = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype) + 1.0,
+                                0.5)
+        # Stored once (slots): the activation after the layer and its derivative read it.
+        return layout.store(layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
+                            + h * (inv_sqrt**2)[:, None])
 
 
 class GINLayer(nn.Module):
@@ -157,11 +129,7 @@ class GINLayer(nn.Module):
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
         eps = self.param("eps", nn.initializers.zeros, ())
-        if isinstance(graph, PreparedGraph):
-            f, b, _ = slot_adjacency(graph, x.dtype)
-            neighbours = gather.aggregate(graph, (f,), (b,), (x,))
-        else:
-            neighbours = aggregate(graph, jnp.ones(graph.receivers.shape, x.dtype), x)
+        neighbours = as_operator(graph).aggregate(x)
         h = (1.0 + eps) * x + neighbours
         return MLP((self.hidden, self.hidden))(h)
 
@@ -173,12 +141,9 @@ class SAGELayer(nn.Module):
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
-        if isinstance(graph, PreparedGraph):
-            inv = safe_inverse(slot_adjacency(graph, x.dtype)[2])
-            neighbours = scaled_slot_aggregate(graph, inv, jnp.ones_like(inv), x)
-        else:
-            ops = edge_operators(graph, x.shape[0], "adj", dtype=x.dtype)
-            neighbours = aggregate(graph, ops.w_tilde, x)  # D^-1 A X: the neighbour mean
+        layout = as_operator(graph)
+        inv = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype))
+        neighbours = layout.aggregate(x, row_scale=inv)  # D^-1 A X: the neighbour mean
         return nn.Dense(self.hidden)(x) + nn.Dense(self.hidden, use_bias=False)(neighbours)
 
 
@@ -189,41 +154,13 @@ class GATLayer(nn.Module):
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
-        n = x.shape[0]
         h = nn.Dense(self.hidden, use_bias=False)(x)
         a_src = nn.Dense(1, use_bias=False)(h)[:, 0]
         a_dst = nn.Dense(1, use_bias=False)(h)[:, 0]
         bias = self.param("bias", nn.initializers.zeros, (self.hidden,))
-        if isinstance(graph, PreparedGraph):
-            return gather.materialize(slot_attention(graph, a_src, a_dst, h) + bias)
-        loops = jnp.arange(n)
-        senders = jnp.concatenate([graph.senders, loops])
-        receivers = jnp.concatenate([graph.receivers, loops])
-        logits = nn.leaky_relu(a_src[senders] + a_dst[receivers], 0.2)
-        attention = jraph.segment_softmax(logits, receivers, num_segments=n)
-        out = jax.ops.segment_sum(attention[:, None] * h[senders], receivers, num_segments=n)
-        return out + bias
-
-
-def slot_attention(graph: PreparedGraph, a_src: Array, a_dst: Array, h: Array) -> Array:
-    """GAT's softmax over in-neighbours and the node itself on the slot layout: `[N, d]`.
-
-    Logit of edge `v -> u`: `leaky_relu(a_src[v] + a_dst[u], 0.2)`; parallel edges count
-    as often as they occur. The softmax shift (a per-node maximum) is held constant.
-    """
-    f, _, _ = slot_adjacency(graph, h.dtype)
-    edge = f > 0
-    logits = nn.leaky_relu(gather.gather_neighbors(graph, a_src)
-                           + gather.row_owner(graph, a_dst)[:, None], 0.2)
-    own = nn.leaky_relu(a_src + a_dst, 0.2)
-    shift = jax.lax.stop_gradient(jnp.maximum(
-        gather.node_max(graph, jnp.max(jnp.where(edge, logits, -jnp.inf), axis=1)), own))
-    centred = jnp.where(edge, logits - gather.row_owner(graph, shift)[:, None], 0.0)
-    weights = jnp.where(edge, f * jnp.exp(centred), 0.0)
-    own_weight = jnp.exp(own - shift)
-    total = gather.node_sum(graph, jnp.sum(weights, axis=1)) + own_weight
-    messages = gather.aggregate(graph, (weights,), (gather.mirror_slots(graph, weights),), (h,))
-    return (messages + own_weight[:, None] * h) / total[:, None]
+        layout = as_operator(graph)
+        # Stored once (slots): the activation after the layer and its derivative read it.
+        return layout.store(layout.attention(a_src, a_dst, h) + bias)
 
 
 BASELINE_LAYERS: dict[str, type[nn.Module]] = {

@@ -1,4 +1,4 @@
-"""`swan_jax.graphs`: edge lists, adjacency matrices and networkx graphs, there and back."""
+"""`swan_jax.graph.builders` (`sj.graphs`): edge lists, adjacency matrices, networkx graphs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from swan_jax import graphs
 from swan_jax.data import graphprop, transfer
+from swan_jax.graph import builders as graphs
 
 
 def test_graph_from_edges_keeps_the_edges_as_given():

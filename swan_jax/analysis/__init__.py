@@ -27,7 +27,7 @@ nodes. `sensitivity` only ever holds `d` tangents of the trajectory (or one, wit
 `vectorize=False`): a 20,000-node ring with d = 16 takes seconds on a CPU.
 
 The small graph builders the notebooks use (`line_graph`, `ring_graph`,
-`undirected_graph`, `to_networkx`) live in `swan_jax.graphs` and are re-exported here.
+`undirected_graph`, `to_networkx`) live in `swan_jax.graph.builders` and are re-exported here.
 """
 
 from swan_jax.analysis.diffusion import (
@@ -66,7 +66,7 @@ from swan_jax.analysis.trajectories import (
     swan_trajectory_fn,
     trajectory_from_steps,
 )
-from swan_jax.graphs import line_graph, ring_graph, to_networkx, undirected_graph
+from swan_jax.graph.builders import line_graph, ring_graph, to_networkx, undirected_graph
 
 __all__ = [
     "dense_laplacian", "dissipativity_summary", "DissipativitySummary", "encoded_input",

@@ -11,8 +11,7 @@ import jax.numpy as jnp
 import jraph
 
 from swan_jax.analysis.trajectories import trajectory_from_steps
-from swan_jax.operators import aggregate, edge_operators, in_degree
-from swan_jax.prepared import plain_graph
+from swan_jax.graph import aggregate, edge_operators, in_degree, plain_graph
 
 Array = jax.Array
 

@@ -23,8 +23,7 @@ from swan_jax.field import (
     field_with_operators,
     step_params,
 )
-from swan_jax.operators import dense_operator
-from swan_jax.prepared import plain_graph
+from swan_jax.graph import dense_operator, plain_graph
 
 Array = jax.Array
 # A map of node states `[N, d] -> [N, d]` (one layer, or the field at a fixed time).

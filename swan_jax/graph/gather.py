@@ -1,0 +1,472 @@
+"""Gather-only kernels over a `PreparedGraph`'s slot layout (`swan_jax.graph.prepared`).
+
+Every graph operation here is a *linear map with a custom transpose*, and both the map
+and its transpose are gathers (no scatter, no segment sum), so forward mode, reverse
+mode and `vmap` all stay gather-only:
+
+    node_sum          rows [R, c] -> nodes [N, c]     transpose: row_owner
+    row_owner         nodes [N, c] -> rows [R, c]     transpose: node_sum
+    gather_neighbors  nodes [N, c] -> slots [R, K, c] transpose: node_sum(sum_k mirror(.))
+    mirror_slots      slots -> slots                  transpose: itself
+    pairs_to_slots    pairs [P, c] -> slots           transpose: slots_to_pairs
+    gather_pair_ends  nodes -> pairs (receiver/sender) transpose: node sums over slots
+    aggregate         sum_i M_i Y_i                   transpose in Y: sum_i M_i^T g
+
+The transposes rest on one identity of the layout: the slots whose neighbour is `v`
+are exactly the mirrors of `v`'s own slots, so `(M^T g)[v]` is a sum over `v`'s rows
+of `M[mirror] * g[neighbour]` (`aggregate` with the mirrored values).
+
+The maps are `jax.lax.custom_linear_solve` calls with an identity `matvec`: the "solve"
+is the map, the "transpose solve" its transpose. JAX then differentiates them in both
+modes and batches them, and transposes them with our gathers instead of the scatter-add
+it would derive for a gather. A map between spaces of different sizes is embedded in
+the larger one (input padded with `jnp.pad`, a linear op; output cut back).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+from swan_jax.graph.prepared import PreparedGraph
+
+Array = jax.Array
+
+# Slot widths up to this are unrolled into one gather per slot column (measured faster
+# on CPU than one [R, K, c] gather); wider layouts gather every slot at once.
+UNROLL_SLOTS = 16
+
+
+def _identity(v):
+    return v
+
+
+def custom_linear(fn: Callable, fn_transpose: Callable, b):
+    """`fn(b)` for a linear `fn` (output structured like `b`) with transpose `fn_transpose`."""
+    return jax.lax.custom_linear_solve(_identity, b, lambda _, v: fn(v),
+                                       lambda _, v: fn_transpose(v))
+
+
+def _pad_rows(x: Array, rows: int) -> Array:
+    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
+
+
+def _as_rows(x: Array, lead: int) -> tuple[Array, tuple[int, ...]]:
+    """`x [lead..., c...] -> [prod(lead), prod(c)]` and the trailing shape."""
+    lead_shape = x.shape[:lead]
+    rows = 1
+    for s in lead_shape:
+        rows *= s
+    return x.reshape((rows, -1)), x.shape[lead:]
+
+
+def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
+              out_rows: int) -> Array:
+    """A linear `[in_rows, c] -> [out_rows, c]` map as a square map on `max` rows."""
+    size = max(in_rows, out_rows)
+    out = custom_linear(lambda b: _pad_rows(fn(b[:in_rows]), size),
+                        lambda b: _pad_rows(fn_transpose(b[:out_rows]), size),
+                        _pad_rows(x, size))
+    return out[:out_rows]
+
+
+def _opaque_identity(tree):
+    """The identity, through a loop XLA cannot see through (its trip count is data)."""
+    leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
+    if not leaves:
+        return tree
+    # A trip count the compiler cannot know (it is 0 unless the first value is NaN, and
+    # the body is the identity anyway), so XLA keeps the loop and the arrays as they are.
+    first = jnp.reshape(leaves[0], -1)[0]
+    trips = jnp.isnan(first).astype(jnp.int32)
+
+    def body(carry):  # the identity, in a form XLA cannot prove loop-invariant
+        count, values = carry
+        keep = (count >= 0).astype(jnp.int32)
+        return count - 1, jax.tree_util.tree_map(lambda a: a * keep.astype(a.dtype), values)
+
+    _, out = jax.lax.while_loop(lambda c: c[0] > 0, body, (trips, tree))
+    return out
+
+
+def materialize(tree):
+    """`tree`, stored once: XLA fuses cheap producers into every consumer and recomputes
+    them per output element; operator values used by every step must not be.
+
+    Per array, a linear identity (so `grad`, `jvp`, `vmap` pass through) whose forward,
+    tangent and transpose go through `_opaque_identity`. (`jax.lax.optimization_barrier`
+    is dropped by XLA's CPU pipeline before fusion.)
+    """
+    return jax.tree_util.tree_map(
+        lambda leaf: custom_linear(_opaque_identity, _opaque_identity, leaf), tree)
+
+
+# --- implementations (plain gathers; callers go through the linear maps below) -------
+
+
+def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+    """Within each node's run of overflow rows, the running `combine`: `[O, c]`."""
+    flags = graph.overflow_first
+
+    def step(a, b):
+        flag_a, value_a = a
+        flag_b, value_b = b
+        return flag_a | flag_b, jnp.where(flag_b[:, None], value_b, combine(value_a, value_b))
+
+    return jax.lax.associative_scan(step, (flags, overflow))[1]
+
+
+def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+    """Per node, `combine` over its overflow rows, or 0 without any: `[N, c]`. The scan
+    over the (few) overflow rows is stored before it is gathered, so that XLA does not
+    redo it inside the node-sized consumer for every element."""
+    scanned = _opaque_identity(_segmented_scan(graph, overflow, combine))
+    return jnp.where(graph.has_overflow[:, None], scanned[graph.overflow_last], 0)
+
+
+def _per_node(graph: PreparedGraph, rows: Callable[[int, int], Array]) -> Array:
+    """`sum` over each node's rows of `rows(start, stop)` (rows `start:stop`, `[., c]`):
+    `[N, c]`. The node rows and the overflow rows are computed apart, so the node-sized
+    kernel is the same with or without overflow rows."""
+    n = graph.num_nodes
+    main = rows(0, n)
+    if graph.num_overflow == 0:
+        return main
+    return main + _overflow_totals(graph, rows(n, graph.num_rows), jnp.add)
+
+
+def _node_sum(graph: PreparedGraph, rows: Array) -> Array:
+    """`[R, c] -> [N, c]`: each node's row plus its overflow rows."""
+    return _per_node(graph, lambda start, stop: rows[start:stop])
+
+
+def _row_owner(graph: PreparedGraph, nodes: Array) -> Array:
+    """`[N, c] -> [R, c]`: each row gets its node's value."""
+    if graph.num_overflow == 0:
+        return nodes
+    return jnp.concatenate([nodes, nodes[graph.overflow_owner]])
+
+
+def _mirror(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c]` flat slots -> the values of their mirror slots."""
+    return slots[graph.mirror.reshape(-1)]
+
+
+def _pairs_to_slots(graph: PreparedGraph, pairs: Array) -> Array:
+    """`[P, c] -> [R K, c]`: a listed pair's value on its slot, 0 on the other slots."""
+    extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
+    return extended[graph.slot_pair.reshape(-1)]
+
+
+def _pair_mask(graph: PreparedGraph, dtype) -> Array:
+    return (graph.pair_count > 0).astype(dtype)[:, None]
+
+
+def _slots_to_pairs(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c] -> [P, c]`: the slot value of each listed pair (0 on padding pairs)."""
+    return slots[graph.pair_slot] * _pair_mask(graph, slots.dtype)
+
+
+def _gather_sum(graph: PreparedGraph, pairs: Array, index: Array) -> Array:
+    """`[P, c] -> [N, c]`: per node, the sum over its slots of `pairs[index[r, k]]`
+    (`index == P` reads a zero row)."""
+    extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
+
+    def rows(start, stop):
+        out = extended[index[start:stop, 0]]
+        for k in range(1, index.shape[1]):
+            out = out + extended[index[start:stop, k]]
+        return out
+
+    return _per_node(graph, rows)
+
+
+def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
+    """`[R K, c]` flat slots -> per-node sums over every slot of its rows `[N, c]`."""
+    r, k = graph.num_rows, graph.slot_width
+    slots = slots.reshape(r, k, -1)
+    return _per_node(graph, lambda start, stop: slots[start:stop].sum(axis=1))
+
+
+# --- linear maps with gather-only transposes --------------------------------------
+
+
+def _between_rows_and_nodes(graph: PreparedGraph, x: Array, fn: Callable, fn_t: Callable,
+                            size_in: int, size_out: int) -> Array:
+    """`fn` (one of `_node_sum`, `_row_owner`) as a linear map whose transpose is `fn_t`."""
+    flat, tail = _as_rows(x, 1)
+    out = _embedded(functools.partial(fn, graph), functools.partial(fn_t, graph), flat,
+                    size_in, size_out)
+    return out.reshape((size_out,) + tail)
+
+
+def node_sum(graph: PreparedGraph, rows: Array) -> Array:
+    """Sum each node's rows: `[R, ...] -> [N, ...]` (identity without overflow rows)."""
+    if graph.num_overflow == 0:
+        return rows
+    return _between_rows_and_nodes(graph, rows, _node_sum, _row_owner, graph.num_rows,
+                                   graph.num_nodes)
+
+
+def row_owner(graph: PreparedGraph, nodes: Array) -> Array:
+    """Each row's node value: `[N, ...] -> [R, ...]` (identity without overflow rows)."""
+    if graph.num_overflow == 0:
+        return nodes
+    return _between_rows_and_nodes(graph, nodes, _row_owner, _node_sum, graph.num_nodes,
+                                   graph.num_rows)
+
+
+def gather_neighbors(graph: PreparedGraph, nodes: Array) -> Array:
+    """`nodes[neighbors]`: `[N, ...] -> [R, K, ...]`."""
+    flat, tail = _as_rows(nodes, 1)
+    r, k, n = graph.num_rows, graph.slot_width, graph.num_nodes
+
+    def forward(x):
+        return x[graph.neighbors.reshape(-1)]
+
+    def transpose(g):
+        return _sum_slots(graph, _mirror(graph, g))
+
+    return _embedded(forward, transpose, flat, n, r * k).reshape((r, k) + tail)
+
+
+def mirror_slots(graph: PreparedGraph, slots: Array) -> Array:
+    """The value of each slot's mirror: `[R, K, ...] -> [R, K, ...]` (its own transpose)."""
+    flat, tail = _as_rows(slots, 2)
+    mirrored = functools.partial(_mirror, graph)
+    return custom_linear(mirrored, mirrored, flat).reshape(slots.shape[:2] + tail)
+
+
+def pairs_to_slots(graph: PreparedGraph, pairs: Array) -> Array:
+    """A listed pair's value on its slot, 0 elsewhere: `[P, ...] -> [R, K, ...]`."""
+    flat, tail = _as_rows(pairs, 1)
+    r, k, p = graph.num_rows, graph.slot_width, graph.num_pairs
+    out = _embedded(functools.partial(_pairs_to_slots, graph),
+                    functools.partial(_slots_to_pairs, graph), flat, p, r * k)
+    return out.reshape((r, k) + tail)
+
+
+def gather_pair_ends(graph: PreparedGraph, receiver_values: Array, sender_values: Array
+                     ) -> Array:
+    """`receiver_values[u] + sender_values[v]` for each listed pair `(u <- v)`: `[P, c]`.
+
+    0 on padding pairs. The transposes sum a pair's cotangent into its receiver over the
+    receiver's slots, and into its sender over the mirrored slots.
+    """
+    n, p = graph.num_nodes, graph.num_pairs
+
+    def receivers(x):
+        return x[graph.pair_receivers] * _pair_mask(graph, x.dtype)
+
+    def senders(x):
+        return x[graph.pair_senders] * _pair_mask(graph, x.dtype)
+
+    def receivers_t(g):  # sum over the node's slots of their listed pair's cotangent
+        return _gather_sum(graph, g, graph.slot_pair)
+
+    def senders_t(g):  # the same over the mirrored slots (the pairs it sends along)
+        mirrored = graph.slot_pair.reshape(-1)[graph.mirror.reshape(-1)]
+        return _gather_sum(graph, g, mirrored.reshape(graph.slot_pair.shape))
+
+    return (_embedded(receivers, receivers_t, receiver_values, n, p)
+            + _embedded(senders, senders_t, sender_values, n, p))
+
+
+# --- the aggregation ---------------------------------------------------------------
+
+
+def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array],
+               start: int = 0, stop: int | None = None) -> Array:
+    """`rows[r] = sum_k sum_i values_i[r, k] * ys_i[neighbors[r, k]]` for the rows
+    `start:stop` (all by default): `[stop - start, c]`."""
+    neighbors = graph.neighbors[start:stop]
+    values = [v[start:stop] for v in values]
+    k_max = graph.slot_width
+    if k_max <= UNROLL_SLOTS:
+        out = None
+        for k in range(k_max):
+            column = neighbors[:, k]
+            for v, y in zip(values, ys, strict=True):
+                term = v[:, k, None] * y[column]
+                out = term if out is None else out + term
+        return out
+    return sum(jnp.einsum("rk,rkc->rc", v, y[neighbors]) for v, y in zip(values, ys,
+                                                                           strict=True))
+
+
+def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: Array,
+                          start: int = 0, stop: int | None = None) -> list[Array]:
+    """`[M_i^T g]` as rows `start:stop`, sharing one gather of `g` per slot column."""
+    neighbors = graph.neighbors[start:stop]
+    transposed = [v[start:stop] for v in transposed]
+    if graph.slot_width > UNROLL_SLOTS:
+        gathered = g[neighbors]
+        return [jnp.einsum("rk,rkc->rc", v, gathered) for v in transposed]
+    outs: list[Array | None] = [None] * len(transposed)
+    for k in range(neighbors.shape[1]):
+        column = g[neighbors[:, k]]
+        for i, v in enumerate(transposed):
+            term = v[:, k, None] * column
+            outs[i] = term if outs[i] is None else outs[i] + term
+    return outs
+
+
+def _aggregate_impl(graph, values, ys):
+    if graph.slot_width == 0 or graph.num_rows == 0:
+        return jnp.zeros_like(ys[0])
+    return _per_node(graph, lambda start, stop: _slot_rows(graph, values, ys, start, stop))
+
+
+def _transposed_per_node(graph, transposed, g) -> list[Array]:
+    """`[M_i^T g]` per node: `[N, c]` each."""
+    main = _slot_rows_transposed(graph, transposed, g, 0, graph.num_nodes)
+    if graph.num_overflow == 0:
+        return main
+    over = _slot_rows_transposed(graph, transposed, g, graph.num_nodes, graph.num_rows)
+    return [m + _overflow_totals(graph, o, jnp.add) for m, o in zip(main, over, strict=True)]
+
+
+def _is_zero(t) -> bool:
+    return type(t) is SymbolicZero
+
+
+@jax.custom_jvp
+def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, ys: tuple) -> Array:
+    return _aggregate_impl(graph, values, ys)
+
+
+def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> list[Array]:
+    """`d<g, sum_k v[:, k] y[neighbors[:, k]]> / dv = <g[row], y[neighbor]>` per slot,
+    every slot column in one pass per `y`: `[R, K]` each."""
+    if not ys:
+        return []
+    # One gather of every `y` row at once (adjacent column slices of one product merge
+    # back into it), then a batched dot: written as a sum of products, XLA's CPU backend
+    # hands it to a reduction kernel measured 10-50x slower here. Node rows read `g`
+    # itself; the few overflow rows read their node's row.
+    both = jnp.concatenate(ys, axis=-1)
+    n, k, m = graph.num_nodes, graph.slot_width, len(ys)
+
+    def dots(rows, neighbors):
+        gathered = both[neighbors].reshape(rows.shape[0], k, m, -1)
+        return jnp.einsum("rc,rkjc->rkj", rows, gathered)
+
+    out = dots(g, graph.neighbors[:n])
+    if graph.num_overflow:
+        out = jnp.concatenate([out, dots(g[graph.overflow_owner], graph.neighbors[n:])])
+    return [out[:, :, j] for j in range(m)]
+
+
+def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> Array:
+    """`fn(b)` (an array shaped like `like`) for a linear `fn` of the tuple `b`, with
+    transpose `fn_transpose: like -> tuple`; see `custom_linear` for the embedding."""
+    for j, leaf in enumerate(b):
+        if leaf.shape == like.shape and leaf.dtype == like.dtype:
+            def forward(v, j=j):
+                out = fn(v)
+                return tuple(out if i == j else jnp.zeros_like(x) for i, x in enumerate(v))
+
+            solution = custom_linear(forward, lambda c, j=j: fn_transpose(c[j]), b)
+            # Tie the (zero) other outputs in, so that no cotangent of the solve is ever a
+            # symbolic zero (its transpose rule cannot take one); XLA drops the zeros.
+            return functools.reduce(
+                jnp.add, (0 * jnp.sum(x) for i, x in enumerate(solution) if i != j),
+                solution[j])
+    # No input has the output's shape: embed both in one flat vector.
+    sizes = [leaf.size for leaf in b]
+    size = max(sum(sizes), like.size)
+
+    def unflatten(flat):
+        parts, start = [], 0
+        for leaf, n in zip(b, sizes, strict=True):
+            parts.append(flat[start:start + n].reshape(leaf.shape))
+            start += n
+        return tuple(parts)
+
+    def flatten(tree):
+        return _pad_rows(jnp.concatenate([leaf.reshape(-1) for leaf in tree]), size)
+
+    flat = custom_linear(lambda v: _pad_rows(fn(unflatten(v)).reshape(-1), size),
+                         lambda c: flatten(fn_transpose(c[:like.size].reshape(like.shape))),
+                         flatten(b))
+    return flat[:like.size].reshape(like.shape)
+
+
+def _aggregate_jvp(primals, tangents):
+    graph, values, transposed, ys = primals
+    # The output depends on neither the layout (indices) nor `transposed`.
+    _, d_values, _, d_ys = tangents
+    out = _aggregate_impl(graph, values, ys)
+    live_y = [i for i, t in enumerate(d_ys) if not _is_zero(t)]
+    live_v = [i for i, t in enumerate(d_values) if not _is_zero(t)]
+    if not (live_y or live_v) or graph.num_rows == 0:
+        return out, jnp.zeros_like(out)
+    b = tuple(d_ys[i] for i in live_y) + tuple(d_values[i] for i in live_v)
+    split = len(live_y)
+
+    def tangent(v):
+        """`sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
+        return _aggregate_impl(graph, [values[i] for i in live_y] + list(v[split:]),
+                               list(v[:split]) + [ys[i] for i in live_v])
+
+    def tangent_t(g):
+        """`M_i^T g` (one gather of `g` per slot column) and `<g[row], Y_i[neighbor]>`."""
+        g_ys = _transposed_per_node(graph, [transposed[i] for i in live_y], g) if live_y \
+            else []
+        return (tuple(g_ys) + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v])))
+
+    return out, _linear_map(tangent, tangent_t, b, out)
+
+
+_aggregate.defjvp(_aggregate_jvp, symbolic_zeros=True)
+
+
+def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequence[Array],
+              ys: Sequence[Array]) -> Array:
+    """`sum_i M_i Y_i`, the slot operators `M_i` given by their values: `[N, c]`.
+
+    Args:
+      graph: the prepared graph.
+      values: `[R, K]` values of each `M_i` (slot `(r, k)` holds `M_i[u, v]`).
+      transposed: `[R, K]` values of each `M_i^T` (`values_i` at the mirror slot: the
+        values themselves for a symmetric operator, their negation for an
+        antisymmetric one). Used only to transpose; no gradient flows through them.
+      ys: `[N, c]` inputs, one per operator, all of one shape.
+
+    One pass gathers every `Y_i` row per slot; the transpose in `Y` gathers the
+    cotangent once per slot column for all `M_i^T`. Bilinear: gradients reach the
+    values (the learned operators) through products with gathered `Y_i` only.
+    """
+    ys = tuple(ys)
+    shapes = {tuple(y.shape) for y in ys}
+    if len(shapes) != 1:
+        raise ValueError(f"aggregate needs inputs of one shape, got {sorted(shapes)}")
+    return _aggregate(layout_only(graph), tuple(values), tuple(transposed), ys)
+
+
+def layout_only(graph: PreparedGraph) -> PreparedGraph:
+    """The graph without its GraphsTuple fields and counts: what the kernels index with."""
+    return graph._replace(nodes=None, edges=None, receivers=None, senders=None, globals=None,
+                          n_node=None, n_edge=None, forward_count=None, backward_count=None)
+
+
+def densify(graph: PreparedGraph, values: Array) -> Array:
+    """The dense `[N, N]` operator of slot values (tests and analysis only): a slot
+    `(r, k)` of node `u` naming `v` puts `values[r, k]` at `[u, v]`."""
+    n = graph.num_nodes
+    eye = jnp.eye(n, dtype=values.dtype)
+    return aggregate(graph, (values,), (values,), (eye,))
+
+
+def node_max(graph: PreparedGraph, rows: Array) -> Array:
+    """Per node, the maximum over its rows: `[R] -> [N]` (no derivative: hold it with
+    `stop_gradient`, e.g. as a softmax shift)."""
+    n = graph.num_nodes
+    if graph.num_overflow == 0:
+        return rows
+    totals = _overflow_totals(graph, rows[n:, None], jnp.maximum)[:, 0]
+    return jnp.where(graph.has_overflow, jnp.maximum(rows[:n], totals), rows[:n])

@@ -1,0 +1,108 @@
+"""The one protocol between the graph and the rest of swan-jax: `GraphOps`.
+
+SWAN's field and the baselines need a handful of graph operations: degrees, the operators
+`A_hat`, `A_tilde` and their symmetric / antisymmetric parts applied to node states, a
+(scaled) sum over in-neighbours, attention over them, and the inputs of SWAN-learn's edge
+MLP. Each graph layout implements them once:
+
+* `swan_jax.graph.segment.SegmentGraph`: a `jraph.GraphsTuple`; edge weights and segment
+  sums (the reference path);
+* `swan_jax.graph.slots.SlotGraph`: a `PreparedGraph`; slot values and gathers only.
+
+`swan_jax.graph.as_operator(graph)` picks the layout once per graph; callers (the field,
+the models, analysis) use the operations below and never ask which layout they hold.
+The two layouts compute the same numbers up to rounding, each in its own order of
+operations (the tests compare them with each other and with `tests/reference.py`).
+
+Shapes: `N` nodes; a *pair* is an edge `v -> u` of a GraphsTuple (`[E]`) or a listed
+pair `(u <- v)` of a prepared graph (`[P]`, parallel edges folded into one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+import jax
+import jax.numpy as jnp
+import jraph
+
+from swan_jax.graph.prepared import PreparedGraph
+
+Array = jax.Array
+Graph = jraph.GraphsTuple | PreparedGraph  # the one alias of "a graph" in swan-jax
+
+# Parts of SWAN's operators a `Term` can apply (names of the paper / conventions):
+# "hat": A_hat;  "phi": A_hat + A_hat^T (symmetric);  "psi": A_tilde - A_tilde^T (antisymmetric).
+PARTS: tuple[str, ...] = ("hat", "phi", "psi")
+
+
+class Term(NamedTuple):
+    """One graph term `scale * (O X M)` of a `GraphOps.mix`.
+
+    Attributes:
+      part: which operator `O` (one of `PARTS`).
+      matrix: `M` `[d, c]`, applied to the node states.
+      scale: a scalar multiplying the term, or None for 1.
+    """
+
+    part: str
+    matrix: Array
+    scale: Any = None
+
+
+def safe_inverse(values: Array, power: float = 1.0) -> Array:
+    """`values ** -power` where positive, 0 elsewhere (docs/conventions.md: 1/0 is taken as 0)."""
+    positive = values > 0
+    safe = jnp.where(positive, values, 1.0)
+    return jnp.where(positive, safe ** (-power), 0.0)
+
+
+class GraphOps(Protocol):
+    """The graph operations of SWAN and the baselines, implemented by each layout.
+
+    `num_nodes` arguments are the static `N` of the node states (a prepared graph knows
+    its own and ignores them); `dtype` the float type of the results.
+    """
+
+    graph: Graph
+
+    def plain(self) -> jraph.GraphsTuple:
+        """The GraphsTuple fields (edge lists) of the graph."""
+
+    def validate(self) -> None:
+        """Host checks of the graph (shapes, dtypes; index values where not traced)."""
+
+    def check_states(self, x: Array) -> None:
+        """Static checks of node states `x` `[N, ...]` against the graph (fine when traced)."""
+
+    def check_traced(self, x: Array | None = None) -> None:
+        """`checkify` checks of the graph's indices (work on traced graphs); node indices
+        against the rows of `x` when given."""
+
+    def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
+        """`deg(u) = sum_v A[u, v]`, the edges received by `u`: `[N]`."""
+
+    def operators(self, adjacency: str, pair_weights: Array | None = None, *, num_nodes: int,
+                  dtype: Any) -> Any:
+        """`A_hat`, `A_tilde` (`adjacency` "sym" or "adj"; learned `F` from `pair_weights`
+        `[pairs]`, else the binary adjacency), built once per solve, for `mix`."""
+
+    def pair_linear(self, x: Array, kernel: Array) -> Array:
+        """`[x_u ++ x_v] K` on every pair `(u <- v)`: `x [N, d]`, `K [2 d, h]` -> `[pairs, h]`."""
+
+    def mix(self, ops: Any, x: Array, self_matrix: Array, bias: Array,
+            terms: tuple[Term, ...]) -> Array:
+        """`X S + b + sum_i scale_i O_i X M_i` with the operators `ops`: `[N, c]`."""
+
+    def aggregate(self, x: Array, *, row_scale: Array | None = None,
+                  neighbor_scale: Array | None = None) -> Array:
+        """`diag(r) A diag(c) X`, the (scaled) sum over in-neighbours: `[N, d]` (`r`, `c`
+        `[N]`, default 1)."""
+
+    def attention(self, a_src: Array, a_dst: Array, h: Array) -> Array:
+        """GAT's softmax over in-neighbours and the node itself, logits
+        `leaky_relu(a_src[v] + a_dst[u], 0.2)`: `[N, d]`."""
+
+    def store(self, tree: Any) -> Any:
+        """`tree` stored once where the layout's compiler would otherwise recompute it per
+        consumer (`gather.materialize` on slots; the identity on segments)."""

@@ -1,0 +1,219 @@
+"""The layering rules of docs/architecture.md, read from the source with `ast`.
+
+Every `import` / `from ... import` statement of every module under `swan_jax/` counts,
+at module level or inside a function (a function-level import still ties two modules).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "swan_jax"
+
+# The core: the graph, the field, its integration and the models, and what they stand on.
+CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.encoders", "swan_jax.ogb_vocabulary",
+        "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
+# May import: (besides themselves). The package root (`swan_jax`) is the public face and
+# imports the core and `analysis`; `experiments` may import everything.
+ALLOWED = {
+    "swan_jax.graph": ("swan_jax.graph",),
+    "swan_jax.analysis": CORE + ("swan_jax.analysis",),
+    "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
+                      "swan_jax.io", "swan_jax.settings"),
+    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
+                              "swan_jax.train"),
+}
+# Moved into swan_jax.graph; kept one release as re-exports (CHANGELOG). Nothing imports them.
+SHIMS = ("swan_jax.graphs", "swan_jax.prepared", "swan_jax.gather", "swan_jax.operators",
+         "swan_jax.validation")
+# Not yet moved to swan_jax.graph by their owners (issue 21): shim imports still tolerated.
+PENDING_SHIM_IMPORTS = frozenset({"swan_jax.solvers", "swan_jax.data.batching",
+                                  "swan_jax.data.graphprop", "swan_jax.data.transfer",
+                                  "swan_jax.data.device"})
+# isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
+PENDING_LAYOUT_CHECKS = frozenset({"swan_jax.data.batching", "swan_jax.data.convert"})
+LAYOUT_TYPES = ("PreparedGraph", "GraphsTuple", "SlotGraph", "SegmentGraph")
+# Known circles, to break (issue 21): export.export_run imports experiments.predict inside a
+# function, and predict imports export at module level.
+PENDING_CIRCLES = [["swan_jax.experiments.predict", "swan_jax.export"]]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.cache
+def _modules() -> dict[str, ast.Module]:
+    return {_module_name(p): ast.parse(p.read_text(), str(p))
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_package(name: str) -> bool:
+    return (PACKAGE.parent / name.replace(".", "/") / "__init__.py").exists()
+
+
+def _targets(name: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The swan_jax modules an import statement loads (`from pkg import mod` -> `pkg.mod`)."""
+    modules = _modules()
+    if isinstance(node, ast.Import):
+        found = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = name if _is_package(name) else name.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        found = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                 for alias in node.names]
+    out = []
+    for target in found:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target.startswith("swan_jax"):
+            out.append(target)
+    return out
+
+
+@functools.cache
+def _imports() -> dict[str, frozenset[str]]:
+    return {name: frozenset(t for node in ast.walk(tree)
+                            if isinstance(node, ast.Import | ast.ImportFrom)
+                            for t in _targets(name, node) if t != name)
+            for name, tree in _modules().items()}
+
+
+def _within(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_the_parser_sees_the_known_imports():
+    imports = _imports()
+    assert "swan_jax.graph.prepared" in imports["swan_jax.graph.gather"]
+    assert "swan_jax.graph.gather" in imports["swan_jax.graph.slots"]  # from pkg import mod
+    assert {"swan_jax.graph", "swan_jax.solvers"} <= imports["swan_jax.models"]
+
+
+def test_no_import_circle():
+    graph = nx.DiGraph((name, target) for name, targets in _imports().items()
+                       for target in targets)
+    # A package's __init__ imports its modules; a module does not import its package back
+    # unless it names it, so a package-level edge is an edge like any other.
+    circles = sorted(sorted(c) for c in nx.simple_cycles(graph))
+    assert [c for c in circles if c not in PENDING_CIRCLES] == [], f"import circles: {circles}"
+
+
+def _home(target: str) -> str:
+    """Where an import lands: a moved module's new home (`test_nothing_imports_the_moved_
+    modules` counts the old names apart)."""
+    return "swan_jax.graph" if target in SHIMS else target
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_each_layer_imports_only_what_it_may(layer):
+    bad = {name: sorted(t for t in targets if not _within(_home(t), ALLOWED[layer]))
+           for name, targets in _imports().items() if _within(name, (layer,))}
+    bad = {name: targets for name, targets in bad.items() if targets}
+    assert bad == {}, f"{layer} may import only {ALLOWED[layer]}; found {bad}"
+
+
+def test_the_core_imports_only_the_core():
+    bad = {name: sorted(t for t in targets if not _within(_home(t), CORE))
+           for name, targets in _imports().items() if _within(name, CORE)}
+    bad = {name: targets for name, targets in bad.items() if targets}
+    assert bad == {}, f"the core imports outside itself (experiments, data, train...): {bad}"
+
+
+def test_the_package_root_is_the_core_and_analysis():
+    outside = sorted(t for t in _imports()["swan_jax"]
+                     if not _within(t, CORE + ("swan_jax.analysis",)))
+    assert outside == [], f"swan_jax/__init__.py imports beyond the core: {outside}"
+
+
+def test_nothing_imports_the_moved_modules():
+    users = {name: sorted(t for t in targets if t in SHIMS)
+             for name, targets in _imports().items()
+             if name not in SHIMS and name not in PENDING_SHIM_IMPORTS}
+    users = {name: targets for name, targets in users.items() if targets}
+    assert users == {}, f"import swan_jax.graph instead of the old modules: {users}"
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def test_only_the_graph_package_tells_layouts_apart():
+    found = {}
+    for name, tree in _modules().items():
+        if _within(name, ("swan_jax.graph",)) or name in PENDING_LAYOUT_CHECKS:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2
+                    and _names(node.args[1]) & set(LAYOUT_TYPES)):
+                found.setdefault(name, []).append(node.lineno)
+    assert found == {}, (f"isinstance between graph layouts outside swan_jax.graph (use "
+                         f"swan_jax.graph.as_operator / is_graph): {found}")
+
+
+def test_the_layering_test_would_catch_a_layout_check():
+    tree = ast.parse("import jraph\nok = isinstance(g, jraph.GraphsTuple | PreparedGraph)\n")
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert _names(calls[0].args[1]) & set(LAYOUT_TYPES) == {"GraphsTuple", "PreparedGraph"}
+
+
+def test_the_old_modules_still_give_the_same_objects():
+    import importlib
+
+    import swan_jax.graph
+
+    for shim in SHIMS:
+        module = importlib.import_module(shim)
+        assert module.__all__, shim
+        for name in module.__all__:
+            moved = [getattr(importlib.import_module(f"swan_jax.graph.{m}"), name)
+                     for m in ("builders", "prepared", "gather", "segment", "slots",
+                               "protocol", "validation", "layouts")
+                     if hasattr(importlib.import_module(f"swan_jax.graph.{m}"), name)]
+            assert any(getattr(module, name) is obj for obj in moved), f"{shim}.{name}"
+    # What the data pipeline imports from the old path (issue 21: one release).
+    from swan_jax.prepared import (
+        Closure,
+        PreparedGraph,
+        choose_slot_width,
+        closure_slots,
+        overflow_rows,
+        prepared_from_closure,
+    )
+
+    assert (Closure, PreparedGraph, choose_slot_width, closure_slots, overflow_rows,
+            prepared_from_closure) == (swan_jax.graph.Closure, swan_jax.graph.PreparedGraph,
+                                       swan_jax.graph.choose_slot_width,
+                                       swan_jax.graph.closure_slots,
+                                       swan_jax.graph.overflow_rows,
+                                       swan_jax.graph.prepared_from_closure)
+
+
+def test_each_layout_implements_the_protocol():
+    import inspect
+
+    from swan_jax.graph import GraphOps, SegmentGraph, SlotGraph
+
+    def shape(fn):  # names, kinds and defaults (each layout names its own types)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    wanted = {name: shape(fn) for name, fn in vars(GraphOps).items()
+              if inspect.isfunction(fn) and not name.startswith("_")}
+    assert {"aggregate", "mix", "operators", "in_degree", "validate"} <= set(wanted)
+    for layout in (SegmentGraph, SlotGraph):
+        for name, signature in wanted.items():
+            assert name in vars(layout), f"{layout.__name__} lacks {name}"
+            assert shape(getattr(layout, name)) == signature, (layout, name)
