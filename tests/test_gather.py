@@ -1,4 +1,4 @@
-"""The gather-only path (`prepare_graph`, `swan_jax.gather`) against the segment-sum path.
+"""The gather-only path (`prepare_graph`, `swan_jax.graph.gather`) against the segment-sum path.
 
 Exactness by construction (`==`), equality with the reference path to 1e-12 in float64
 for every variant, solver, adjoint and transform, and the structural property the path
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import swan_jax as sj
-from swan_jax import gather
+from swan_jax.graph import gather
 from tests.graphs import graph_from_edges, random_directed, random_undirected
 from tests.test_core import make_params
 
