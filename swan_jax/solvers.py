@@ -25,11 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swan_jax import gather
 from swan_jax.config import SWANConfig
 from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
+from swan_jax.graph import gather, is_traced, traced_checks
 from swan_jax.settings import check_fields, setting
-from swan_jax.validation import is_traced, traced_checks
 
 Array = jax.Array
 

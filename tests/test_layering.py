@@ -33,11 +33,9 @@ ALLOWED = {
 SHIMS = ("swan_jax.graphs", "swan_jax.prepared", "swan_jax.gather", "swan_jax.operators",
          "swan_jax.validation")
 # Not yet moved to swan_jax.graph by their owners (issue 21): shim imports still tolerated.
-PENDING_SHIM_IMPORTS = frozenset({"swan_jax.solvers", "swan_jax.data.batching",
-                                  "swan_jax.data.graphprop", "swan_jax.data.transfer",
-                                  "swan_jax.data.device"})
+PENDING_SHIM_IMPORTS: frozenset[str] = frozenset()
 # isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
-PENDING_LAYOUT_CHECKS = frozenset({"swan_jax.data.batching", "swan_jax.data.convert"})
+PENDING_LAYOUT_CHECKS: frozenset[str] = frozenset()
 LAYOUT_TYPES = ("PreparedGraph", "GraphsTuple", "SlotGraph", "SegmentGraph")
 # Known circles, to break (issue 21): export.export_run imports experiments.predict inside a
 # function, and predict imports export at module level.

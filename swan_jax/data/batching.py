@@ -29,11 +29,12 @@ import jraph
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.prepared import (
+from swan_jax.graph import (
     Closure,
     PreparedGraph,
     choose_slot_width,
     closure_slots,
+    is_graph,
     overflow_rows,
     prepared_from_closure,
 )
@@ -307,7 +308,7 @@ def stack_batches(batches: list[Batch]) -> Batch:
 
 
 def _stack(parts):
-    if isinstance(parts[0], jraph.GraphsTuple | PreparedGraph):
+    if is_graph(parts[0]):
         return type(parts[0])(*(None if f[0] is None else np.stack(f)
                                 for f in zip(*parts, strict=True)))
     return np.stack(parts)

@@ -24,6 +24,8 @@ from typing import Any
 import jraph
 import numpy as np
 
+from swan_jax.graph import is_graph, plain_graph
+
 
 @dataclasses.dataclass(frozen=True)
 class Attributes:
@@ -123,8 +125,8 @@ def per_graph(graphs: Iterable[Any], attrs: Attributes) -> list[dict[str, Any]]:
     """Every input graph (or every graph of a batched GraphsTuple) as a per-graph dict."""
     out: list[dict[str, Any]] = []
     for index, graph in enumerate(graphs):
-        if isinstance(graph, jraph.GraphsTuple):
-            out.extend(from_graphs_tuple(graph, index))
+        if is_graph(graph):  # a GraphsTuple, or a prepared one (its GraphsTuple fields)
+            out.extend(from_graphs_tuple(plain_graph(graph), index))
         elif isinstance(graph, Mapping):
             missing = {"nodes", "senders", "receivers"} - set(graph)
             if missing:

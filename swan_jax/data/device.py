@@ -27,7 +27,7 @@ import numpy as np
 
 from swan_jax.data.batching import Batch, Budget, data_closure, pack
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.prepared import PreparedGraph, overflow_rows
+from swan_jax.graph import PreparedGraph, overflow_rows
 
 
 class SlotRows(NamedTuple):

@@ -61,7 +61,7 @@ import networkx as nx
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.graphs import adjacency_edges, networkx_adjacency
+from swan_jax.graph import adjacency_edges, networkx_adjacency
 
 FAMILY_WEIGHTS = {
     "erdos_renyi": 0.2,

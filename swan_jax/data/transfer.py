@@ -53,7 +53,7 @@ import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.data.download import default_cache_dir
-from swan_jax.graphs import networkx_edges
+from swan_jax.graph import networkx_edges
 
 TOPOLOGIES = ("line", "ring", "crossed-ring")
 SOURCE = 1
