@@ -20,19 +20,18 @@ MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "
 RUN_STYLES = ("-", "-.", ":")
 
 
-def _pyplot():
-    import matplotlib
+def _subplots(columns: int, width: float, **options: Any):
+    """A figure of `columns` axes outside pyplot: the renderer never switches the
+    process-wide matplotlib backend (a notebook's stays as it was)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width * columns, 4.0))
+    return fig, fig.subplots(1, columns, squeeze=False, **options)
 
 
 def _save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
-    _pyplot().close(fig)
 
 
 def _our_lines(ax, runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], topology: str,
@@ -60,14 +59,12 @@ def transfer_figure(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
     cells = [c for _, rows in runs for c in rows if finite(c.get("test_mean"))]
     if not cells:
         return False
-    plt = _pyplot()
     from matplotlib.ticker import NullLocator
 
     topologies = authors["topologies"]
     models = [m for m in authors["models"] if any(c["model"] == m for c in cells)]
     models += sorted({c["model"] for c in cells} - set(models))
-    fig, axes = plt.subplots(1, len(topologies), figsize=(5.2 * len(topologies), 4.0),
-                             squeeze=False, sharey=True)
+    fig, axes = _subplots(len(topologies), 5.2, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
         _our_lines(ax, runs, topology, models)
         for model in models:
@@ -110,9 +107,7 @@ def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]
     programs = [p for p in programs if p[0].get("epoch")]
     if not programs:
         return False
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(programs), figsize=(6.0 * len(programs), 4.0),
-                             squeeze=False)
+    fig, axes = _subplots(len(programs), 6.0)
     for ax, (program, metric, paper) in zip(axes[0], programs, strict=True):
         factor, epochs = scale(metric), [e + 1 for e in program["epoch"]]
         for i, run in enumerate(program.get("runs") or []):
