@@ -144,14 +144,20 @@ def _batch_closure(dataset: GraphDataset, graphs: np.ndarray, padding_edges: int
 
 def graph_sizes(dataset: GraphDataset, slot_width: int | None) -> GraphSizes:
     """Nodes, edges, overflow rows (at `slot_width`) and listed pairs of every graph."""
+    cache = dataset.__dict__.setdefault("_swan_sizes", {})  # packing asks every epoch
+    if slot_width in cache:
+        return cache[slot_width]
     if slot_width is None:
         zeros = np.zeros(len(dataset), np.int64)
-        return GraphSizes(dataset.n_node, dataset.n_edge, zeros, zeros)
-    degree, pairs = data_closure(dataset)[2:]
-    node_graph = np.repeat(np.arange(len(dataset)), dataset.n_node)
-    overflow = np.bincount(node_graph, weights=overflow_rows(degree, slot_width),
-                           minlength=len(dataset)).astype(np.int64)
-    return GraphSizes(dataset.n_node, dataset.n_edge, overflow, pairs)
+        sizes = GraphSizes(dataset.n_node, dataset.n_edge, zeros, zeros)
+    else:
+        degree, pairs = data_closure(dataset)[2:]
+        node_graph = np.repeat(np.arange(len(dataset)), dataset.n_node)
+        overflow = np.bincount(node_graph, weights=overflow_rows(degree, slot_width),
+                               minlength=len(dataset)).astype(np.int64)
+        sizes = GraphSizes(dataset.n_node, dataset.n_edge, overflow, pairs)
+    cache[slot_width] = sizes
+    return sizes
 
 
 def _batch_totals(sizes: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -227,15 +233,18 @@ def pack(dataset: GraphDataset, order: np.ndarray, batch_size: int, budget: Budg
                              f"{int(dataset.n_edge[g])} edges, {int(part[g])} {name}) does "
                              f"not fit the batch budget {budget}")
     groups, start = [], 0
-    used = [0, 0, 0, 0]
+    u0 = u1 = u2 = u3 = 0
+    l0, l1, l2, l3 = limits
     batch_size = min(batch_size, budget.n_graph - 1)  # one graph slot stays for the padding
-    for i, g in enumerate(order):
-        need = [int(part[g]) for part in sizes]
-        full = any(u + n > limit for u, n, limit in zip(used, need, limits, strict=True))
+    # Plain Python ints (one list per epoch): the greedy loop runs once per graph, and
+    # NumPy scalar indexing would cost most of an epoch's host time.
+    needs = np.stack(sizes, axis=1)[np.asarray(order)].tolist()
+    for i, (n0, n1, n2, n3) in enumerate(needs):
+        full = u0 + n0 > l0 or u1 + n1 > l1 or u2 + n2 > l2 or u3 + n3 > l3
         if i - start == batch_size or full:
             groups.append(order[start:i])
-            start, used = i, [0, 0, 0, 0]
-        used = [u + n for u, n in zip(used, need, strict=True)]
+            start, u0, u1, u2, u3 = i, 0, 0, 0, 0
+        u0, u1, u2, u3 = u0 + n0, u1 + n1, u2 + n2, u3 + n3
     if start < len(order):
         groups.append(order[start:])
     return groups

@@ -216,7 +216,7 @@ class SweepConfig(metaclass=_FlatSettings):
                                                 "history.jsonl (default <results-dir>/"
                                                 "checkpoints)")
     cache_dir: Path | None = io(None, help="processed-data cache (default $SWAN_CACHE_DIR, "
-                                           "else cache/)")
+                                           "else the user cache folder's processed/)")
     overwrite: bool = io(False, help="replace existing results and program folders")
     skip_missing: bool = io(False, help="run only the cells whose data is present (a "
                                         "partial run, so stated)")

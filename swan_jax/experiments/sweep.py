@@ -225,11 +225,12 @@ class SweepRefused(RuntimeError):
 
 def check_outputs(cfg: SweepConfig) -> None:
     """Every output folder a folder (or creatable) and writable; nothing is created."""
-    import os
 
     check_output_dir(cfg.results_dir, "--results-dir")
     check_output_dir(cfg.checkpoint_root(), "--checkpoint-dir")
-    cache = cfg.cache_dir or os.environ.get("SWAN_CACHE_DIR") or "cache"
+    from swan_jax.data.download import default_cache_dir
+
+    cache = default_cache_dir(cfg.cache_dir)  # where the loaders will write it
     check_output_dir(cache, "--cache-dir")
 
 
