@@ -66,11 +66,13 @@ def choose_pipeline(kind: str, setup: Setup, free_bytes: int | None):
     if kind == "device" and setup.place.sharded:
         raise ValueError("pipeline 'device' does not shard batches over devices; use "
                          "pipeline 'host' (or 'auto') with data_parallel")
-    if kind == "auto":
-        need = sum(data_bytes(host_data(d, setup.budget)) for d in setup.data.values())
-        fits = free_bytes is None or need <= PLACE_SHARE * free_bytes
-        kind = "device" if fits and not setup.place.sharded else "host"
-    return DevicePipeline(setup) if kind == "device" else HostPipeline(setup)
+    if kind == "host" or (kind == "auto" and setup.place.sharded):
+        return HostPipeline(setup)
+    arrays = {k: host_data(d, setup.budget) for k, d in setup.data.items()}  # built once
+    need = sum(data_bytes(a) for a in arrays.values())
+    if kind == "auto" and free_bytes is not None and need > PLACE_SHARE * free_bytes:
+        return HostPipeline(setup)
+    return DevicePipeline(setup, arrays)
 
 
 def _losses(chunks: list[tuple[jax.Array, np.ndarray]]) -> np.ndarray:
@@ -83,10 +85,11 @@ class DevicePipeline:
 
     name = "device"
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, arrays: Mapping[str, DeviceData] | None = None):
+        """`arrays`: each split's `host_data`, when the caller built them already."""
         self.setup = setup
-        self.placed = {k: jax.device_put(host_data(d, setup.budget)) for k, d in
-                       setup.data.items()}
+        arrays = arrays or {k: host_data(d, setup.budget) for k, d in setup.data.items()}
+        self.placed = {k: jax.device_put(a) for k, a in arrays.items()}
         self.eval_ids = {k: jnp.asarray(epoch_ids(d, setup.budget, setup.batch_size))
                          for k, d in setup.data.items() if k != "train"}
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
