@@ -3,6 +3,7 @@ GPU check (on this CPU machine it must say that no GPU is used), and the packagi
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -16,6 +17,9 @@ import swan_jax
 from swan_jax import gpu_check
 
 ROOT = Path(__file__).resolve().parents[1]
+# `make test` runs these tests from inside make: the inherited MAKEFLAGS/MAKELEVEL would make the
+# inner make print "Entering directory" lines, which a user's own `make install` never shows.
+MAKE_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
@@ -31,7 +35,7 @@ def test_gpu_extras_are_jax_own_and_carry_no_test_tools():
                                             ("cuda13", "chem,cuda13")])
 def test_make_install_picks_the_extras_of_the_device(device, extras):
     done = subprocess.run(["make", "-n", "-B", "install", f"DEVICE={device}"], cwd=ROOT,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=MAKE_ENV)
     assert done.returncode == 0, done.stderr
     assert f'pip install -q -e ".[{extras}]"' in done.stdout
 
@@ -39,7 +43,7 @@ def test_make_install_picks_the_extras_of_the_device(device, extras):
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_install_refuses_an_unknown_device_in_one_line():
     done = subprocess.run(["make", "-n", "install", "DEVICE=cuda11"], cwd=ROOT,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=MAKE_ENV)
     assert done.returncode != 0 and done.stdout == ""
     [line] = done.stderr.strip().splitlines()
     assert "DEVICE=cuda11 is not one of: cpu cuda12 cuda13" in line
