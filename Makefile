@@ -19,7 +19,7 @@ EXTRAS_cuda13 := chem,cuda13
 EXTRAS := $(EXTRAS_$(DEVICE))
 TEST_TOOLS := $(if $(filter cpu,$(DEVICE)),,$(VENV)/.installed-test)
 
-.PHONY: install test lint bench gpu-check gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
+.PHONY: install test lint docs bench gpu-check gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
 
 $(VENV)/.installed-$(DEVICE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: install $(TEST_TOOLS)
 
 lint: install
 	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
+
+# The documentation, offline, into docs/_build/ (git-ignored; open docs/_build/index.html):
+# the API reference of the public package (pdoc), the notebooks executed to HTML the way the
+# tests run them (their outputs never reach git), README and docs/*.md (docs/build.py).
+docs: install $(TEST_TOOLS)
+	$(PY) docs/build.py
 
 # Five benchmarks -> benchmarks/results/*.json, benchmarks/figures/benchmarks.png and the
 # table in BENCHMARKS.md (about 10 minutes on 2 CPU cores), then the epoch anatomy of both

@@ -435,8 +435,6 @@ EPOCHS, SEEDS, TRAIN_GRAPHS = {"small": (4, (0, 1), 16), "large": (300, (0, 1, 2
 import tempfile
 from pathlib import Path
 
-import jax.numpy as jnp
-import jraph
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -496,18 +494,17 @@ print("the same for a whole results folder:", plot_curves(RESULTS).name)  # swan
 
 `load_run(folder, run)` rebuilds the model of that run's grid point from `run.json` and
 restores its best parameters; `config` says everything the run was trained with. The
-experiment's own loader, given that configuration, gives back its data.
+experiment's own loader, given that configuration, gives back its data: one
+`GraphDataset` per split, whose `dataset[i]` is graph `i` as a `jraph.GraphsTuple`.
 '''),
     code('''
 best = int(np.argmin(history[-1]["val"]))
 model, variables, config = load_run(folder, best)
 print(f"run {best}: seed {config['seed']}, {config['hparams']}")
-test = transfer.EXPERIMENT.load_data(config["config"], config["cell"])["test"]
-n, e = int(test.n_node[0]), int(test.n_edge[0])  # the first test graph, unpadded
-graph = jraph.GraphsTuple(nodes=jnp.asarray(test.nodes[:n]), edges=None, globals=None,
-                          senders=jnp.asarray(test.senders[:e]),
-                          receivers=jnp.asarray(test.receivers[:e]),
-                          n_node=jnp.asarray([n]), n_edge=jnp.asarray([e]))
+test = transfer.EXPERIMENT.load_data(config["config"], config["cell"])["test"]  # a GraphDataset
+graph = test[0]  # the first test graph, unpadded: a one-graph jraph.GraphsTuple
+print(f"{len(test)} test graphs; graph 0: {int(graph.n_node[0])} nodes, "
+      f"{int(graph.n_edge[0])} edges")
 '''),
     md('''
 ## Is my trained model non-dissipative?
