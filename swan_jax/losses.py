@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from swan_jax.settings import did_you_mean
+
 Array = jax.Array
 LossFn = Callable[[Array, Array, Array], Array]
 
@@ -119,15 +121,23 @@ PER_GRAPH_LOSSES: dict[str, Callable[[Array, Array, Array, Array], Array]] = {
 def get_loss(name: str) -> LossFn:
     """The loss `name` as `fn(pred, target, mask)`; per-graph losses: use `get_batch_loss`."""
     if name not in LOSSES:
-        valid = ", ".join((*LOSSES, *PER_GRAPH_LOSSES))
-        raise ValueError(f"unknown loss {name!r}; valid losses: {valid}")
+        valid = (*LOSSES, *PER_GRAPH_LOSSES)
+        raise ValueError(f"unknown loss {name!r}; valid losses: {', '.join(valid)}"
+                         f"{did_you_mean(name, valid)}")
     return LOSSES[name]
 
 
-def get_batch_loss(name: str) -> Callable[[Array, Array, Array, Array], Array]:
+def get_batch_loss(loss: str | LossFn) -> Callable[[Array, Array, Array, Array], Array]:
     """Any loss as `fn(pred, target, mask, n_node)`; `n_node` (the batch's graph sizes,
-    flattened in shard order) is used by the per-graph losses only."""
-    if name in PER_GRAPH_LOSSES:
-        return PER_GRAPH_LOSSES[name]
-    loss = get_loss(name)
-    return lambda pred, target, mask, n_node: loss(pred, target, mask)
+    flattened in shard order) is used by the per-graph losses only.
+
+    `loss`: a name of `LOSSES` / `PER_GRAPH_LOSSES`, or your own `fn(pred [R, T], target
+    [R, T'], mask [R]) -> scalar` (traced inside the jitted, vmapped step; let padding
+    rows, `mask` False, count nowhere, as `_masked_mean` does).
+    """
+    if callable(loss):
+        return lambda pred, target, mask, n_node: loss(pred, target, mask)
+    if loss in PER_GRAPH_LOSSES:
+        return PER_GRAPH_LOSSES[loss]
+    named = get_loss(loss)
+    return lambda pred, target, mask, n_node: named(pred, target, mask)

@@ -20,6 +20,7 @@ does that).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
 import types
@@ -123,6 +124,20 @@ class SettingError(ValueError):
         names_itself = self.setting and self.problem.startswith(f"{self.setting} ")
         text = join(subject, self.problem) if subject and not names_itself else self.problem
         return f"{self.where}: {text}" if self.where else text
+
+
+def did_you_mean(value: Any, valid: typing.Iterable[str]) -> str:
+    """"; did you mean 'adam'?" for the nearest valid name of a typo, else ""."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(valid), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_name(what: str, value: Any, valid: typing.Iterable[str]) -> str:
+    """"unknown optimizer 'adm'; valid: adam, adamw; did you mean 'adam'?"."""
+    valid = list(valid)
+    return f"unknown {what} {value!r}; valid: {', '.join(valid)}{did_you_mean(value, valid)}"
 
 
 def join(subject: str, problem: str) -> str:

@@ -8,13 +8,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
+import optax
 
-from swan_jax.losses import get_batch_loss
-from swan_jax.settings import setting
+from swan_jax.losses import LossFn, get_batch_loss
+from swan_jax.settings import setting, unknown_name
+from swan_jax.train._trackers import TRACKERS, check_trackers
 
 Hyper = Mapping[str, Any]
 ModelFn = Callable[[Hyper], nn.Module]
 EpochHook = Callable[[int, dict[str, Any]], None]
+# Bring your own optimiser: `fn(hp) -> optax.GradientTransformation`, given the run's
+# (traced) hyper-parameters, or one fixed `optax.GradientTransformation`.
+OptimizerFn = Callable[[Hyper], optax.GradientTransformation]
+Optimizer = str | OptimizerFn | optax.GradientTransformation
 
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine", "plateau")
@@ -48,11 +54,24 @@ class TrainConfig:
     `plateau_factor` after `plateau_patience` epochs without an improvement larger than
     `plateau_threshold`, not below `min_lr_scale`).
 
+    Bring your own optimiser (Python API): `optimizer` may be a function `hp ->
+    optax.GradientTransformation`, called with the run's hyper-parameters (traced, so a
+    grid still vmaps: `hp["learning_rate"]` already carries the schedule's and plateau's
+    factors, `hp["weight_decay"]` is there too; build the optimiser from `hp` alone), or
+    one fixed `optax.GradientTransformation` (its rate is its own: a `learning_rate` or
+    `weight_decay` grid axis, a non-zero `weight_decay` and the cosine and plateau
+    schedules are refused, since none could reach it). `grad_clip` clips before either.
+    `loss` may likewise be `fn(pred, target, mask) -> scalar` (`swan_jax.losses`). A
+    custom function enters the checkpoint fingerprint by its name only.
+
     `patience=None` disables early stopping. `on_divergence="stop_run"` stops only the
     diverging run of a grid instead of raising. `data_parallel` spreads each step's
     graphs over every device. `checkpoint_dir` is the program's folder: `run.json`,
     `history.jsonl` and (unless `save_checkpoints=False`) the epoch checkpoints.
-    `on_epoch_end(epoch, record)` is called after each epoch with its history record.
+    `on_epoch_end(epoch, record)` is called after each epoch with its history record;
+    `trackers` ("csv", "tensorboard") also write it into the folder (`_trackers`).
+    `progress`: tqdm bars on a terminal, else one plain line per epoch on stderr;
+    `quiet`: neither (`_progress`).
 
     `pipeline`: where batches are built. "device": every split is placed on the device
     once and each step's padded batch is gathered there from graph ids (an epoch is a
@@ -72,8 +91,8 @@ class TrainConfig:
     patience: int | None = setting(None, low=1, help="stop a run after this many epochs "
                                    "without a better validation metric (none: never)")
     batch_size: int = setting(32, low=1, help="graphs per step (one graph: full batch)")
-    optimizer: str = setting("adam", choices=OPTIMIZERS, help="adam, or adamw (decoupled "
-                             "weight decay)")
+    optimizer: Optimizer = setting("adam", choices=OPTIMIZERS, help="adam, or adamw "
+                                   "(decoupled weight decay)")
     learning_rate: float = setting(1e-3, low=0, low_open=True, grid=True, flag="--lr",
                                    help="learning rate")
     weight_decay: float = setting(0.0, low=0, grid=True, help="weight decay")
@@ -93,7 +112,8 @@ class TrainConfig:
     min_lr_scale: float = setting(0.0, low=0, high=1, since_default=True,
                                   help="plateau schedule: the rate never drops below this "
                                        "fraction of the initial one")
-    loss: str = setting("mse", role="internal", help="loss name (swan_jax.losses)")
+    loss: str | LossFn = setting("mse", role="internal", help="loss name (swan_jax.losses), "
+                                 "or fn(pred, target, mask) -> scalar")
     metric: str = setting("mse", role="internal", help="validation / test metric")
     task_level: str = setting("node", role="internal", help="node or graph targets")
     seeds: tuple[int, ...] = setting((0,), distinct=True, help="seeds, trained together as "
@@ -112,7 +132,14 @@ class TrainConfig:
     check_memory: bool = setting(True, role="io", help="refuse a step that cannot fit in "
                                  "device memory, before compiling it")
     track_test: bool = setting(True, role="internal", help="score the test split each epoch")
-    progress: bool = setting(True, role="io", help="progress bars")
+    progress: bool = setting(True, role="io", help="progress bars on a terminal (else, and "
+                             "when off, one plain line per epoch on stderr)")
+    quiet: bool = setting(False, role="io", help="no per-epoch report at all (neither bars "
+                          "nor lines)")
+    trackers: tuple[str, ...] | None = setting(None, choices=TRACKERS, role="io",
+                                               flag="--tracker", help="write every epoch to "
+                                               "the program folder: csv (history.csv), "
+                                               "tensorboard (tensorboard/)")
     pipeline: str = setting("auto", choices=PIPELINES, role="io", help="where batches are "
                             "built: device (gathered there), host (NumPy, copied ahead), "
                             "auto")
@@ -152,16 +179,53 @@ class TrainConfig:
                                    ("task level", self.task_level, TASK_LEVELS),
                                    ("on_divergence", self.on_divergence, DIVERGENCE),
                                    ("pipeline", self.pipeline, PIPELINES)):
-            if value not in valid:
-                raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+            if value not in valid and not (name == "optimizer" and custom(value)):
+                raise ValueError(unknown_name(name, value, valid))
+        if isinstance(self.optimizer, optax.GradientTransformation):
+            fixed_optimizer_needs(self, {})
         get_batch_loss(self.loss)
+        check_trackers(self.trackers or ())
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide the numbers (the checkpoint fingerprint)."""
+        """The fields that decide the numbers (the checkpoint fingerprint); a custom
+        optimiser or loss by its name (`custom_name`)."""
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
-                "checkpoint_seconds", "deadline"}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
+                "checkpoint_seconds", "deadline", "quiet", "trackers"}
+        out = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name not in skip:
+                out[field.name] = (custom_name(value) if field.name in ("optimizer", "loss")
+                                   and custom(value) else value)
+        return out
+
+
+def custom(value: Any) -> bool:
+    """A function or an optax transformation given instead of a name."""
+    return isinstance(value, optax.GradientTransformation) or callable(value)
+
+
+def custom_name(value: Any) -> str:
+    """"custom mymodule.make_sgd": how a fingerprint and `run.json` name a function
+    (an optax transformation: by its `init`'s name)."""
+    fn = value.init if isinstance(value, optax.GradientTransformation) else value
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"custom {module}.{name}"
+
+
+def fixed_optimizer_needs(cfg: TrainConfig, grid_axes: Mapping[str, Any]) -> None:
+    """Refuse what a fixed `optax.GradientTransformation` cannot follow: its learning
+    rate and weight decay are its own, so neither a schedule nor a grid can change them."""
+    needs = [f"the {cfg.schedule} schedule"] if cfg.schedule != "constant" else []
+    needs += [f"a {k} grid axis" for k in ("learning_rate", "weight_decay") if k in grid_axes]
+    needs += [f"weight_decay={cfg.weight_decay:g}"] if cfg.weight_decay else []
+    if needs:
+        raise ValueError(f"optimizer is a fixed optax.GradientTransformation, whose learning "
+                         f"rate and weight decay are its own: {', '.join(needs)} cannot "
+                         f"reach it; pass a function hp -> optax.GradientTransformation "
+                         f"that reads hp['learning_rate'] instead")
 
 
 @dataclasses.dataclass

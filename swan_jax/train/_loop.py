@@ -55,6 +55,7 @@ from swan_jax.train._state import (
     record_epoch,
 )
 from swan_jax.train._step import predict_function, step_function
+from swan_jax.train._trackers import Trackers
 
 
 @dataclasses.dataclass
@@ -199,13 +200,16 @@ def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
 
 
 def _after_epoch(prog: _Program, state: RunState, record, timing, log: _Log,
-                 folder: ProgramFolder, progress: Progress, started: float) -> None:
-    """Record the epoch, call the user's hook, checkpoint when due, report it."""
+                 folder: ProgramFolder, progress: Progress, trackers: Trackers,
+                 started: float) -> None:
+    """Record the epoch, call the user's hook and the trackers, checkpoint when due,
+    report it."""
     log.history.append(record)
     log.timings.append(timing)
     log.pending.append((record, timing))
     if prog.cfg.on_epoch_end is not None:
         prog.cfg.on_epoch_end(record["epoch"], record)
+    trackers.epoch_done(record)
     epoch = record["epoch"] + 1
     if _save_due(prog.cfg, log, epoch, state, timing):
         _save(prog, state, log, folder, started)
@@ -307,6 +311,7 @@ def train(
         then the program, the epoch and the checkpoint kept).
     """
     started = time.perf_counter()
+    trackers = Trackers(cfg.trackers, cfg.checkpoint_dir)  # refused before any compute
     prog = _Program(model_fn, splits, cfg, grid)
     folder = ProgramFolder(cfg, fingerprint(cfg, prog.runs, fingerprint_extra))
     folder.check_fresh()
@@ -316,6 +321,7 @@ def train(
     folder.describe(prog.runs, num_params, describe)
     folder.write_history(log.history, log.timings)
     state = dataclasses.replace(state, **prog.place.state(state.device_part()))
+    trackers.start(log.history, start_epoch)
     progress = Progress(cfg, start_epoch)
     try:
         with clear_errors():  # the solver's own sentence first, not equinox's stack note
@@ -326,7 +332,8 @@ def train(
                 # donates it), so Ctrl-C can still save it
                 new, record, timing = _epoch(prog, state, epoch, folder, progress)
                 state = new
-                _after_epoch(prog, state, record, timing, log, folder, progress, started)
+                _after_epoch(prog, state, record, timing, log, folder, progress, trackers,
+                             started)
     except TrainingInterrupted:
         raise
     except KeyboardInterrupt:
@@ -344,5 +351,6 @@ def train(
         raise
     finally:
         progress.close()
+        trackers.close()
         folder.close()
     return _result(prog, state, log, num_params, started)

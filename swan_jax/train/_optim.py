@@ -1,5 +1,8 @@
 """Per-run hyper-parameters and the optimiser built from them (traced, so vmapped).
 
+The optimiser is named (`adam`, `adamw`), or the caller's own (`TrainConfig.optimizer`):
+a function of the run's `hp`, or one fixed `optax.GradientTransformation`.
+
 The learning rate of epoch `e` is `hp["learning_rate"] * schedule(e) * plateau scale`:
 the schedule is evaluated on the host once per epoch (LRGB and GraphGPS step their
 schedulers per epoch), the plateau scale is an `optax.contrib.reduce_on_plateau` state per
@@ -16,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from swan_jax.train._config import Hyper, TrainConfig
+from swan_jax.train._config import Hyper, TrainConfig, fixed_optimizer_needs
 
 Array = jax.Array
 
@@ -29,6 +32,8 @@ def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig)
         missing = [k for k in keys if k not in point]
         if missing:
             raise ValueError(f"grid point {i} lacks {missing}: every point needs the same keys")
+    if isinstance(cfg.optimizer, optax.GradientTransformation):
+        fixed_optimizer_needs(cfg, dict.fromkeys(keys))
     runs = [(dict(point), seed) for point in grid for seed in seeds]
     hp = {k: np.asarray([float(p[k]) for p, _ in runs], np.float32) for k in keys}
     hp.setdefault("learning_rate", np.full(len(runs), cfg.learning_rate, np.float32))
@@ -39,8 +44,17 @@ def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig)
 
 
 def make_tx(cfg: TrainConfig, hp: Hyper) -> optax.GradientTransformation:
-    """The optimiser of one run (its `hp` may be traced)."""
-    if cfg.optimizer == "adamw":
+    """The optimiser of one run (its `hp` may be traced): the named one, the caller's
+    `cfg.optimizer(hp)`, or the caller's fixed transformation; clipped first when
+    `hp` has `grad_clip`."""
+    if isinstance(cfg.optimizer, optax.GradientTransformation):
+        tx = cfg.optimizer
+    elif callable(cfg.optimizer):
+        tx = cfg.optimizer(hp)
+        if not isinstance(tx, optax.GradientTransformation):
+            raise TypeError(f"optimizer(hp) must return an optax.GradientTransformation, "
+                            f"got {type(tx).__name__}")
+    elif cfg.optimizer == "adamw":
         tx = optax.adamw(hp["learning_rate"], weight_decay=hp["weight_decay"])
     else:  # Adam with L2 weight decay added to the gradient (PyTorch's Adam(weight_decay=...))
         tx = optax.chain(optax.add_decayed_weights(hp["weight_decay"]),
