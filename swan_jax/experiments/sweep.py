@@ -40,6 +40,7 @@ from swan_jax.experiments.records import ResultsFile, machine_info, summarise_ru
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.pytrees import tree_size
 from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
+from swan_jax.train._progress import duration
 from swan_jax.train._splits import NodeSplit, Split
 
 Cell = dict[str, Any]
@@ -361,21 +362,14 @@ def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
         "checkpoint_dir": str(program.folder), "machine": machine_info()}
 
 
-def duration(seconds: float) -> str:
-    """12 s, 3.4 min, 2.1 h, 3.0 days."""
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 class _Overall:
     """One progress bar across every program (epochs), with an ETA; and a first estimate."""
 
     def __init__(self, cfg: SweepConfig, todo: Sequence[Program]):
         self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
         self.bar = None
-        if cfg.progress and len(todo) > 1:
+        self.quiet = cfg.quiet
+        if cfg.progress and not cfg.quiet and len(todo) > 1:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=self.total, desc="all programs", unit="epoch", position=0,
@@ -386,7 +380,8 @@ class _Overall:
         if self.bar is not None:
             self.bar.update(1)
         left = (self.total - 2) * record["seconds"]
-        if self.done == 2 and left > 60:  # epoch 1 compiles; epoch 2 shows the cost
+        # epoch 1 compiles; epoch 2 shows the cost
+        if self.done == 2 and left > 60 and not self.quiet:
             print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
                   f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
                   f"early stopping; the bar's ETA follows the real pace)", flush=True)
