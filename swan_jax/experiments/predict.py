@@ -4,8 +4,9 @@
 
 RUN_FOLDER is a program folder (`run.json` beside its checkpoints: any experiment's, or a
 `train()` call given `describe=swan_jax.export.describe_models(model_fn, grid)`) or an
-export folder (`swan_jax.export.export_run`). `--data` is a data set saved with
-`GraphDataset.save` (e.g. `GraphDataset.from_graphs(my_graphs).save("graphs.npz")`).
+export folder (`export_run` here; `swan_jax.export.export_run` for a `train()` folder).
+`--data` is a data set saved with `GraphDataset.save` (e.g.
+`GraphDataset.from_graphs(my_graphs).save("graphs.npz")`).
 The output holds `predictions` (`[sum n_node, T]` or `[G, T]`), `n_node` `[G]`, `level`
 and `run`. The Python function behind it is `predict_run`.
 """
@@ -13,83 +14,40 @@ and `run`. The Python function behind it is `predict_run`.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from swan_jax import export
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.export import SPEC_FILE, build_model, load_model
-from swan_jax.train import RUN_FILE, metric_mode, read_history
+from swan_jax.export import SPEC_FILE, OpenedRun, best_run, load_model
+from swan_jax.train import RUN_FILE
+
+# `OpenedRun` and `best_run` live in swan_jax.export (the core opens described runs); here
+# for the callers that found them in this module.
+__all__ = ["OpenedRun", "best_run", "export_run", "main", "open_model", "open_run",
+           "predict_run"]
 
 
-@dataclasses.dataclass(frozen=True)
-class OpenedRun:
-    """A run's model with its best parameters. `source` says which folder and run."""
+def _rebuild(folder: Path, run: int):
+    """A sweep's run: its experiment's module and best variables (`runs.load_run`)."""
+    from swan_jax.experiments.runs import load_run
 
-    model: Any
-    variables: Any
-    task_level: str
-    source: dict[str, Any]
-
-
-def best_run(folder: str | Path) -> int:
-    """The run of a program folder with the best validation metric over its epochs."""
-    folder = Path(folder)
-    info = json.loads((folder / RUN_FILE).read_text())
-    history = read_history(folder)
-    if not history:
-        raise FileNotFoundError(f"{folder} has no trained epoch yet (history.jsonl is empty)")
-    val = np.asarray([h["val"] for h in history], np.float64)  # [epochs, runs]
-    if metric_mode(info["train"]["metric"]) == "min":
-        return int(np.nanargmin(np.nanmin(val, 0)))
-    return int(np.nanargmax(np.nanmax(val, 0)))
-
-
-def _same(a: dict, b: dict) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
-                                                                    default=str)
-
-
-def _described_model(info: dict[str, Any], run: int, path: Path):
-    """The module of run `run` from `describe_models`' specs in `run.json`."""
-    hparams = info["runs"][run]["hparams"]
-    for point in info["description"]["models"]:
-        if _same(point["hparams"], hparams):
-            return build_model(point["model"])
-    raise ValueError(f"{path} describes no model for run {run}'s hyper-parameters {hparams}")
+    model, variables, _ = load_run(folder, run)
+    return model, variables
 
 
 def open_run(folder: str | Path, run: int | None = None) -> OpenedRun:
-    """Run `run` (default: `best_run`) of a program folder, with its best parameters."""
-    from swan_jax.checkpoint import load_run_variables
+    """Run `run` (default: `best_run`) of any program folder, with its best parameters:
+    `swan_jax.export.open_run` with the experiments' rebuild for a sweep's folder."""
+    return export.open_run(folder, run, rebuild=_rebuild)
 
-    folder = Path(folder)
-    path = folder / RUN_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{folder} is not a program folder: it has no {RUN_FILE} "
-                                f"(point at the folder holding run.json and checkpoints)")
-    info = json.loads(path.read_text())
-    described = info.get("description", {})
-    if "experiment" not in described and "models" not in described:
-        raise ValueError(f"{path} does not say how to build its model: train it with "
-                         f"describe=swan_jax.export.describe_models(model_fn, grid)")
-    run = best_run(folder) if run is None else run
-    if not 0 <= run < len(info["runs"]):
-        raise IndexError(f"run {run} is out of range: {folder} holds runs "
-                         f"0..{len(info['runs']) - 1}")
-    if "experiment" in described:
-        from swan_jax.experiments.runs import load_run
 
-        model, variables, _ = load_run(folder, run)
-    else:
-        model, variables = _described_model(info, run, path), load_run_variables(folder, run)
-    source = {"folder": str(folder.absolute()), "run": run, **info["runs"][run]}
-    return OpenedRun(model, variables, info["train"]["task_level"], source)
+def export_run(folder: str | Path, path: str | Path, *, run: int | None = None) -> Path:
+    """Export run `run` of any program folder (a sweep's too) into the folder `path`."""
+    return export.save_opened(open_run(folder, run), path)
 
 
 def open_model(path: str | Path, run: int | None = None) -> OpenedRun:
