@@ -55,6 +55,7 @@ from swan_jax.solvers import (
     ADJOINTS,
     FIXED_STEP_SOLVERS,
     SOLVERS,
+    IntegratorConfig,
     SolverError,
     clear_errors,
     solve,
@@ -64,7 +65,8 @@ __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from
 
 __all__ = [
     "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
-    "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "LinearEncoder",
+    "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "IntegratorConfig",
+    "LinearEncoder",
     "MLP", "MPNNStack", "graph", "graphs",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",

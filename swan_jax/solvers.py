@@ -9,7 +9,12 @@ Fixed steps are taken with the diffrax solver's own `step` in an unrolled `lax.s
 over the layer times (not `diffeqsolve`): reverse mode then keeps each step's
 residuals instead of recomputing steps from checkpoints, which makes the gradient as
 cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
-`backsolve` adjoint go through `diffrax.diffeqsolve`.
+`backsolve` adjoint go through `diffrax.diffeqsolve`, as does a caller's own step-size
+controller or `diffrax.SaveAt` (`solve(..., stepsize_controller=, saveat=)`).
+
+A run-time failure is a `SolverError` that names the settings that fix it (`rtol`,
+`max_steps`, `solver`, ...), never a command-line flag: a command line renders the same
+error with its flags (`SolverError.render`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import dataclasses
 import numbers
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import diffrax
 import equinox as eqx
@@ -58,8 +64,6 @@ ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's er
 # factorised at `n**3 / 3` flops. At 4096 numbers that is 64 MiB and seconds per step on a
 # CPU; a batch of 64 transfer graphs asked for hundreds of GB and never finished an epoch.
 MAX_IMPLICIT_STATE = 4096
-EXPLICIT_ADVICE = "a fixed-step solver such as 'euler' or 'heun'"
-IMPLICIT_ADVICE = "a stiff solver such as 'kvaerno5'"
 
 
 class SolverTooLarge(ValueError):
@@ -89,13 +93,119 @@ def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> Non
         f"fewer nodes per batch")
 
 
+# How a setting (and a suggested value) is written in advice: (setting, value or None) ->
+# text, or None where the reader has no way to set it (that advice is then left out).
+Spelling = Callable[[str, Any], "str | None"]
+
+
+def python_spelling(setting: str, value: Any = None) -> str:
+    """The library's words: a setting by its keyword (`rtol`), a suggested value alone
+    (`'kvaerno5'`, after a noun such as "a stiff solver such as")."""
+    return setting if value is None else repr(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Advice:
+    """One way out of a solver failure, named by settings (never by command-line flags).
+
+    `verb` and the settings, joined by " / " ("loosen rtol / atol"); or, with `values`,
+    `verb`, `noun` and the suggested values of the one setting, joined by " or " ("try a
+    stiff solver such as 'kvaerno5'"). `render(spell)` writes it with `spell`.
+    """
+
+    verb: str
+    settings: tuple[str, ...]
+    noun: str = ""
+    values: tuple[str, ...] = ()
+
+    def render(self, spell: Spelling = python_spelling) -> str | None:
+        """The advice in `spell`'s words, or None when `spell` cannot name a setting."""
+        if self.values:
+            words = [spell(self.settings[0], v) for v in self.values]
+            head, joiner = " ".join(filter(None, (self.verb, self.noun))), " or "
+        else:
+            words = [spell(name, None) for name in self.settings]
+            head, joiner = self.verb, " / "
+        return None if None in words else f"{head} {joiner.join(words)}"
+
+
+# The ways out `solve` offers.
+LOOSEN = Advice("loosen", ("rtol", "atol"))
+MORE_STEPS = Advice("raise", ("max_steps",))
+TIGHTEN = Advice("tighten", ("rtol", "atol"))
+SMALLER_STEPS = Advice("lower", ("epsilon",))
+STIFF_SOLVER = Advice("try", ("solver",), "a stiff solver such as", ("kvaerno5",))
+# for a state whose dense Jacobian is too large for an implicit solver
+EXPLICIT_SOLVER = Advice("try", ("solver",), "a fixed-step solver such as", ("euler", "heun"))
+
+
+def _one_of(items: list[str]) -> str:
+    """'a', 'a or b', 'a, b, or c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + (
+        "," if len(items) > 2 else "") + " or " + items[-1]
+
+
 class SolverError(eqx.EquinoxRuntimeError):
     """An integration failed at run time: the step budget ran out, a fixed implicit step
     failed, or the state became non-finite. Its message (first line) says what to change.
 
+    Structured: `what` (what happened), `advice` (a tuple of `Advice`, the ways out, each
+    naming settings), `notes` (context added on the way up, e.g. the program and epoch).
+    `str(err)` renders the advice with Python names ("loosen rtol / atol"); a command line
+    renders the same error with its flags: `err.render(spell)`.
+
     A subclass of `equinox.EquinoxRuntimeError`, which it replaces: that one's first
     line is "Above is the stack outside of JIT".
     """
+
+    def __init__(self, what: str, advice: tuple[Advice, ...] = (), *,
+                 notes: tuple[str, ...] = ()) -> None:
+        if not advice and not notes:  # our own words (e.g. across XLA): their structure
+            what, advice, notes = _recover(what)
+        self.what, self.advice, self.notes = what, tuple(advice), tuple(notes)
+        super().__init__(self.render())
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """Every setting the advice names, in order (e.g. rtol, atol, max_steps, solver)."""
+        return tuple(dict.fromkeys(name for a in self.advice for name in a.settings))
+
+    def render(self, spell: Spelling = python_spelling) -> str:
+        """One line: what happened, the advice `spell` can name, then the notes."""
+        ways = [text for a in self.advice if (text := a.render(spell)) is not None]
+        text = self.what + (f": {_one_of(ways)}" if ways else "")
+        return text + "".join(f" ({note})" for note in self.notes)
+
+    def with_note(self, note: str) -> SolverError:
+        """The same failure with `note` (context: which program, which epoch) appended."""
+        return SolverError(self.what, self.advice, notes=(*self.notes, note))
+
+
+# The failures `solve` may raise inside compiled code, by their Python words: only text
+# crosses XLA, so `clear_errors` (and a `SolverError` made from its text) finds the
+# structure here. Filled while tracing; one entry per distinct failure.
+_RAISED: dict[str, tuple[str, tuple[Advice, ...]]] = {}
+
+
+def _failure(what: str, *advice: Advice) -> str:
+    """The run-time message of a failure (marked by `ERROR_PREFIX`), its structure kept."""
+    text = SolverError(what, advice).render()
+    _RAISED[text] = (what, advice)
+    return ERROR_PREFIX + text
+
+
+def _recover(text: str) -> tuple[str, tuple[Advice, ...], tuple[str, ...]]:
+    """(what, advice, notes) of a message `_failure` made, with notes after it in
+    parentheses (what `f"{err} (note)"` gives); else the text as it is."""
+    for known, (what, advice) in _RAISED.items():
+        rest = text[len(known):]
+        if text.startswith(known) and (not rest or (rest.startswith(" (")
+                                                   and rest.endswith(")"))):
+            return what, advice, ((rest[2:-1],) if rest else ())
+    return text, (), ()
 
 
 def _solver_message(text: str) -> str | None:
@@ -203,9 +313,9 @@ def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
         body, (x0, state, jnp.asarray(True)), jnp.arange(num_steps),
         unroll=min(num_steps, MAX_UNROLL))
     out = jnp.concatenate([x0[None], trajectory]) if save_trajectory else y
-    return eqx.error_if(out, ~ok, f"{ERROR_PREFIX}solver {name!r} failed a fixed step (for an "
-                                  f"implicit solver: its root find did not converge); lower "
-                                  f"epsilon")
+    return eqx.error_if(out, ~ok, _failure(f"solver {name!r} failed a fixed step (for an "
+                                           f"implicit solver: its root find did not converge)",
+                                           SMALLER_STEPS))
 
 
 def solve(
@@ -222,7 +332,9 @@ def solve(
     max_steps: int | None = None,
     save_trajectory: bool = False,
     check_traced: bool = False,
-) -> Array:
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    saveat: diffrax.SaveAt | None = None,
+) -> Any:
     """Integrate SWAN from `x0` over `[0, num_layers * epsilon]`.
 
     Args:
@@ -242,87 +354,129 @@ def solve(
       check_traced: add `traced_checks` of the graph's indices and `x0`'s finiteness
         (for inputs that are traced, e.g. inside `jit`); run the caller under
         `jax.experimental.checkify.checkify` (or `swan_jax.checked`) to read them.
+      stepsize_controller: a diffrax controller instead of the default (a `PIDController`
+        of `rtol`, `atol` for adaptive stepping, steps of `dt0 = epsilon` otherwise); the
+        integration then goes through `diffrax.diffeqsolve`. An adaptive one
+        (`diffrax.AbstractAdaptiveStepSizeController`, e.g. `PIDController(rtol=1e-5,
+        atol=1e-7, pcoeff=0.3)`) makes the stepping adaptive (its own tolerances, not
+        `rtol` / `atol`); a `diffrax.StepTo(ts)` steps at `ts` (`ts[0] = 0`, `ts[-1] =
+        num_layers * epsilon`). Default budget: `max_steps`, else 4096 (adaptive or
+        `StepTo`) or `num_layers`.
+      saveat: a `diffrax.SaveAt` instead of the final state (or `save_trajectory`'s layer
+        times): `solve` then returns diffrax's `solution.ys` as it is, e.g. `[T, N, d]`
+        for `SaveAt(ts=ts)` with `T = len(ts)`, `[2, N, d]` for `SaveAt(t0=True,
+        t1=True)`, `[max_steps, N, d]` (padded with inf) for `SaveAt(steps=True)`, or
+        what `SaveAt(..., fn=...)` makes of each `[N, d]` state. Not with
+        `save_trajectory`.
 
     Returns:
-      `[N, d]` state at `t1`, or `[L + 1, N, d]` with `save_trajectory=True`.
+      `[N, d]` state at `t1`, or `[L + 1, N, d]` with `save_trajectory=True`, or
+      `solution.ys` with `saveat` (shapes above).
 
     Raises:
-      ValueError: unknown solver or adjoint, bad options or inputs (before tracing).
+      ValueError: unknown solver or adjoint, bad options or inputs, an adaptive
+        controller (or `adaptive=True`) with a solver that only takes fixed steps, or
+        `saveat` with `save_trajectory` (all before tracing).
       SolverError: (at run time) the step budget ran out or the state went non-finite;
         inside your own `jit`, wrap the call in `clear_errors()` to get it as such.
     """
     check_inputs(params, graph, x0, cfg)
     check_solve_options(rtol, atol, max_steps)
+    if saveat is not None and save_trajectory:
+        raise ValueError("pass saveat or save_trajectory=True, not both: save_trajectory is "
+                         "saveat=diffrax.SaveAt(ts=layer_times(cfg))")
     if check_traced:
         traced_checks(graph, x0)
+    options = dict(rtol=rtol, atol=atol, adjoint=adjoint, adaptive=adaptive,
+                   max_steps=max_steps, save_trajectory=save_trajectory,
+                   controller=stepsize_controller, saveat=saveat)
     if is_traced(params, graph, x0, cfg):
-        return _solve(params, graph, x0, cfg, solver, rtol=rtol, atol=atol, adjoint=adjoint,
-                      adaptive=adaptive, max_steps=max_steps, save_trajectory=save_trajectory)
+        return _solve(params, graph, x0, cfg, solver, **options)
     with clear_errors():  # called eagerly: the run-time errors surface here
-        out = _solve(params, graph, x0, cfg, solver, rtol=rtol, atol=atol, adjoint=adjoint,
-                     adaptive=adaptive, max_steps=max_steps, save_trajectory=save_trajectory)
-        return jax.block_until_ready(out)
+        return jax.block_until_ready(_solve(params, graph, x0, cfg, solver, **options))
+
+
+def _is_adaptive(controller: diffrax.AbstractStepSizeController | None) -> bool:
+    """Whether a controller chooses its steps from error estimates (also when clipped)."""
+    inner = getattr(controller, "controller", controller)  # ClipStepSizeController
+    return isinstance(inner, diffrax.AbstractAdaptiveStepSizeController)
+
+
+def _stepping(solver, diffrax_solver: diffrax.AbstractSolver, default_adaptive: bool,
+              adaptive: bool | None, controller, name: str) -> bool:
+    """Whether the solve steps adaptively; refuses an adaptive controller (or
+    `adaptive=True`) with a solver that takes fixed steps, before anything is traced."""
+    wants = _is_adaptive(controller)
+    if controller is not None and adaptive is not None and adaptive != wants:
+        raise ValueError(f"adaptive={adaptive} contradicts stepsize_controller="
+                         f"{type(controller).__name__}; leave adaptive unset")
+    adaptive = (wants if controller is not None else
+                default_adaptive if adaptive is None else adaptive)
+    fixed_only = (solver in FIXED_STEP_SOLVERS if isinstance(solver, str)
+                  else not isinstance(diffrax_solver, diffrax.AbstractAdaptiveSolver))
+    if adaptive and fixed_only:
+        asked = (f"stepsize_controller={type(controller).__name__} is adaptive"
+                 if controller is not None else "adaptive=True")
+        raise ValueError(f"{asked}, but solver {name!r} takes fixed steps (it has no error "
+                         f"estimate to adapt them): use an adaptive solver "
+                         f"({', '.join(ADAPTIVE_SOLVERS)}) or diffrax.ConstantStepSize()")
+    return adaptive
 
 
 def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max_steps,
-           save_trajectory):
+           save_trajectory, controller, saveat):
     diffrax_solver, default_adaptive = make_solver(solver)
-    adaptive = default_adaptive if adaptive is None else adaptive
     if adjoint not in ADJOINTS:
         raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
+    name = solver if isinstance(solver, str) else type(solver).__name__
+    adaptive = _stepping(solver, diffrax_solver, default_adaptive, adaptive, controller, name)
     # Stored once: else XLA recomputes an encoder's output (e.g. nine embedding lookups)
     # inside each of its consumers.
     x0 = gather.materialize(x0)
     ops = build_operators(params, graph, x0, cfg)
     times = layer_times(cfg, x0.dtype)
-    name = solver if isinstance(solver, str) else type(solver).__name__
     if isinstance(diffrax_solver, diffrax.AbstractImplicitSolver):  # shapes are static here
         check_implicit_size(name, x0.shape, x0.dtype.itemsize)
-    if not adaptive and max_steps is not None and max_steps < cfg.num_layers:
+    layer_steps = not adaptive and controller is None
+    if layer_steps and max_steps is not None and max_steps < cfg.num_layers:
         raise ValueError(f"max_steps={max_steps} is below num_layers={cfg.num_layers}: a "
                          f"fixed-step solver takes exactly num_layers steps")
-    if not adaptive and adjoint != "backsolve":
+    args = (params, graph, ops, cfg)
+    if layer_steps and saveat is None and adjoint != "backsolve":
         # Discrete backprop through the steps ("recursive" and "direct" alike).
-        return _fixed_steps(diffrax_solver, x0, (params, graph, ops, cfg), times,
-                            save_trajectory, name)
-    if adaptive:
-        controller = diffrax.PIDController(rtol=rtol, atol=atol)
-        steps = DEFAULT_MAX_STEPS if max_steps is None else max_steps
-        checkpoints = None
-    else:
-        controller = diffrax.ConstantStepSize()
-        steps = cfg.num_layers if max_steps is None else max_steps
-        checkpoints = steps
-    saveat = diffrax.SaveAt(ts=times) if save_trajectory else diffrax.SaveAt(t1=True)
+        return _fixed_steps(diffrax_solver, x0, args, times, save_trajectory, name)
+    if controller is None:
+        controller = (diffrax.PIDController(rtol=rtol, atol=atol) if adaptive
+                      else diffrax.ConstantStepSize())
+    if max_steps is None:
+        layers = isinstance(controller, diffrax.ConstantStepSize)
+        max_steps = cfg.num_layers if layers else DEFAULT_MAX_STEPS
+    custom_saveat = saveat is not None
+    if saveat is None:
+        saveat = diffrax.SaveAt(ts=times) if save_trajectory else diffrax.SaveAt(t1=True)
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(_swan_term),
-        diffrax_solver,
-        t0=times[0],
-        t1=times[-1],
-        dt0=times[1],
-        y0=x0,
-        args=(params, graph, ops, cfg),
-        saveat=saveat,
-        stepsize_controller=controller,
-        adjoint=_make_adjoint(adjoint, diffrax_solver, checkpoints),
-        max_steps=steps,
-        throw=False,
-    )
+        diffrax.ODETerm(_swan_term), diffrax_solver, t0=times[0], t1=times[-1],
+        dt0=None if isinstance(controller, diffrax.StepTo) else times[1], y0=x0, args=args,
+        saveat=saveat, stepsize_controller=controller,
+        adjoint=_make_adjoint(adjoint, diffrax_solver, None if adaptive else max_steps),
+        max_steps=max_steps, throw=False)
+    ys = _checked(solution, name, max_steps, implicit_fits(x0.size))
+    return ys if save_trajectory or custom_saveat else ys[-1]
+
+
+def _checked(solution: diffrax.Solution, name: str, max_steps: int, implicit_ok: bool):
+    """`solution.ys`, failing at run time (`SolverError`, through `clear_errors`) when the
+    budget ran out or the integration failed; the advice names only what can run on
+    this state (an implicit solver's dense Jacobian may not fit: `implicit_fits`)."""
     ys = eqx.error_if(
-        solution.ys,
-        solution.result == diffrax.RESULTS.max_steps_reached,
-        f"{ERROR_PREFIX}solver {name!r} used its whole budget of max_steps={steps} steps before "
-        f"t1 = num_layers * epsilon: loosen rtol/atol, raise max_steps, or try "
-        # only what can run on this state: an implicit solver's Jacobian may not fit
-        f"{IMPLICIT_ADVICE if implicit_fits(x0.size) else EXPLICIT_ADVICE}",
-    )
-    ys = eqx.error_if(
-        ys,
-        solution.result != diffrax.RESULTS.successful,
-        f"{ERROR_PREFIX}solver {name!r} failed to integrate the SWAN field (non-finite state or "
-        f"a failed implicit step); lower epsilon or tighten the tolerances",
-    )
-    return ys if save_trajectory else ys[-1]
+        solution.ys, solution.result == diffrax.RESULTS.max_steps_reached,
+        _failure(f"solver {name!r} used its whole budget of max_steps={max_steps} steps "
+                 f"before t1 = num_layers * epsilon", LOOSEN, MORE_STEPS,
+                 STIFF_SOLVER if implicit_ok else EXPLICIT_SOLVER))
+    return eqx.error_if(
+        ys, solution.result != diffrax.RESULTS.successful,
+        _failure(f"solver {name!r} failed to integrate the SWAN field (non-finite state or "
+                 f"a failed implicit step)", SMALLER_STEPS, TIGHTEN))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -109,7 +109,7 @@ def test_failed_download_leaves_nothing_in_data_or_download_folder(tmp_path, rea
     # md5 mismatch: the same
     network.files[lrgb.RAW_FILES["peptides_struct_csv"].url] = b"<html>quota exceeded</html>"
     with pytest.raises(ChecksumError, match="has md5 .*expected c240c1c15466b5c907c63e180fa8aa89"
-                                            r".*verify_md5=False \(CLI: --no-verify-md5\)"):
+                                            r".*pass verify_md5=False to "):
         lrgb.load_peptides_struct(data, tmp_path / "cache", download_dir=dl, progress=False)
     assert snapshot(data) == before and not (tmp_path / "home").exists()
 
@@ -189,11 +189,11 @@ def test_ensure_available_downloads_what_it_can_and_lists_the_rest(tmp_path, rea
     off = lrgb.ensure_available(lrgb.DATASETS, data, dl, download=False)
     assert [m.reason for m in off] == ["not found", "not found"] and network.requests == []
     with pytest.raises(MissingDataError, match=r"splits_random_stratified_peptide_structure"
-                                               r".*\(downloads are off: download=False / "
-                                               r"--no-download") as err:
+                                               r".*\(downloads are off: download=False; "
+                                               r"without them") as err:
         lrgb.load_peptides_struct(data, tmp_path / "cache", download_dir=dl, download=False,
                                   progress=False)
-    assert err.value.flag == "--no-download" and len(err.value.missing) == 1
+    assert err.value.hint.setting == "download" and len(err.value.missing) == 1
     assert isinstance(err.value, FileNotFoundError)
 
 
@@ -221,7 +221,7 @@ def test_pascalvoc_zip_is_downloaded_from_a_mirror_and_read_in_place(tmp_path, r
     network.files[spec.mirrors[0]] = zipped[:-1] + b"?"  # Dropbox serves a damaged copy
     with pytest.raises(ChecksumError, match="no mirror served the expected file") as err:
         lrgb.load_pascalvoc_sp(data, tmp_path / "cache", download_dir=dl, progress=False)
-    assert err.value.flag == "--no-verify-md5" and not dl.exists()
+    assert err.value.hint.setting == "verify_md5" and not dl.exists()
 
     network.files[spec.mirrors[0]] = zipped  # Zenodo unreachable, Dropbox fine
     d = lrgb.load_pascalvoc_sp(data, tmp_path / "cache", download_dir=dl, progress=False)
@@ -249,15 +249,15 @@ def test_errors_carry_file_row_and_the_switch_that_changes_them(tmp_path):
     e = err.value
     assert (e.row, e.line, e.identifier) == (4, 6, "1004")
     assert e.path.endswith("peptide_multi_class_dataset.csv.gz")
-    assert (e.switch, e.flag) == ("skip_bad_rows=True", "--skip-bad-rows")
-    assert str(e).endswith("(pass skip_bad_rows=True (CLI: --skip-bad-rows) to skip such rows)")
+    assert (e.switch, e.hint.setting) == ("skip_bad_rows=True", "skip_bad_rows")
+    assert str(e).endswith("(pass skip_bad_rows=True to skip such rows)")
     assert isinstance(e, DataError) and isinstance(e, ValueError)
 
     with pytest.raises(ChecksumError) as err:
         lrgb.load_peptides_func(tmp_path / "data", tmp_path / "cache", download=False,
                                 progress=False)
     e = err.value
-    assert (e.switch, e.flag, e.expected) == ("verify_md5=False", "--no-verify-md5",
+    assert (e.switch, e.hint.setting, e.expected) == ("verify_md5=False", "verify_md5",
                                               "701eb743e899f4d793f0e13c8fa5a1b4")
     assert "replace it with the official file" in str(e)  # it is in the data folder
 

@@ -90,7 +90,7 @@ def test_md5_mismatch_is_one_line_and_leaves_nothing(tmp_path, web):
     message = str(err.value)
     assert "\n" not in message and f"expected {MD5}" in message
     assert err.value.got == hashlib.md5(b"<html>quota exceeded</html>").hexdigest()
-    assert "verify_md5=False (CLI: --no-verify-md5)" in message
+    assert "pass verify_md5=False" in message
     assert web.requests == [URL, URL]  # one retry
     assert not (tmp_path / "dl").exists()  # no partial file, no folder this call made
 

@@ -209,7 +209,8 @@ def test_an_adaptive_solver_out_of_steps_is_one_line_naming_the_flags(tmp_path, 
     message = str(err.code)
     assert "\n" not in message and "Above is the stack" not in message
     assert re.fullmatch(r"solver error: solver 'tsit5' used its whole budget of max_steps=2 "
-                        r"steps before t1 = num_layers \* epsilon: loosen --rtol / --atol, or "
+                        r"steps before t1 = num_layers \* epsilon: loosen --rtol / --atol, raise "
+                        r"--max-steps, or "
                         r"try a stiff solver such as --solver kvaerno5 \(line/3/swan/"
                         r"adjacency=sym: in epoch 1 of 3; no epoch was checkpointed\)",
                         message), message

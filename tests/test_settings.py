@@ -243,12 +243,11 @@ def test_diverged_runs_are_reported_on_stderr_and_in_the_exit_status(capsys):
 
 
 def test_a_data_error_names_the_flag_of_the_setting_it_carries():
-    from swan_jax.data.errors import SKIP_BAD_ROWS, DataFormatError, switch_hint
+    from swan_jax.data.errors import SKIP_BAD_ROWS, DataFormatError
     from swan_jax.experiments import lrgb
     from swan_jax.experiments import node_classification as nce
 
-    err = DataFormatError(f"x.csv: row 2: bad ({switch_hint(*SKIP_BAD_ROWS)} to skip such "
-                          f"rows)", switch=SKIP_BAD_ROWS[0], flag=SKIP_BAD_ROWS[1])
+    err = DataFormatError("x.csv: row 2: bad", hint=SKIP_BAD_ROWS)
     assert command.data_error_message(lrgb.EXPERIMENT, err) == (
         "LRGB data error: x.csv: row 2: bad (pass --skip-bad-rows to skip such rows)")
     # No such setting in node classification: the loader's words stay, no hint is added.

@@ -190,10 +190,10 @@ def test_pascalvoc_loader_reads_the_fixture_from_folder_and_from_zip(tmp_path):
             archive.write(FIXTURE / "train.pickle",
                           f"voc_superpixels_edge_wt_region_boundary/{s}.pickle")
     with pytest.raises(ChecksumError, match=r"expected 9a535cb17ab5c6ca94d0b93f0b5293e7 .*"
-                                            r"verify_md5=False \(CLI: --no-verify-md5\)") as err:
+                                            r"pass verify_md5=False to use a file") as err:
         lrgb.load_pascalvoc_sp(tmp_path / "nodata", tmp_path / "cache2",
                                download_dir=tmp_path / "dl", download=False, progress=False)
-    assert err.value.flag == "--no-verify-md5" and err.value.path == str(zip_path)
+    assert err.value.hint.setting == "verify_md5" and err.value.path == str(zip_path)
     z = lrgb.load_pascalvoc_sp(tmp_path / "nodata", tmp_path / "cache2", download=False,
                                download_dir=tmp_path / "dl", verify_md5=False,
                                standardize=True, progress=False)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pooch
 
-from swan_jax.data.errors import VERIFY_MD5, ChecksumError, DownloadError, switch_hint
+from swan_jax.data.errors import HINT, ChecksumError, DownloadError
 
 __all__ = ["ChecksumError", "DownloadError", "default_cache_dir", "default_data_dir",
            "default_download_dir", "default_retries", "fetch", "fetch_first", "md5_of",
@@ -153,7 +153,7 @@ def _retrieve(url: str, dest: Path, md5: str | None, *, timeout: float, retries:
         raise ChecksumError(
             f"downloaded {url} has md5 {got}, expected {md5}; not saved to {dest}. "
             "The server may have served another file (or an error page): retry, "
-            f"fetch it by hand, or {switch_hint(*VERIFY_MD5)} to accept it. {manual}",
+            f"fetch it by hand, or {HINT}. {manual}",
             path=dest, url=url, expected=md5, got=got) from None
     except (requests.exceptions.RequestException, OSError) as err:
         reason = _reason(err)
@@ -199,7 +199,9 @@ def fetch_first(urls: Sequence[str], dest: str | Path, md5: str | None = None, *
     summary = "; ".join(f"{e.url}: {getattr(e, 'reason', None) or 'md5 ' + str(e.got)}"
                         for e in failures)
     if isinstance(last, ChecksumError):
-        raise ChecksumError(f"no mirror served the expected file ({summary}). {last}",
+        # `template`: the last error's words with its hint still a placeholder
+        raise ChecksumError(f"no mirror served the expected file ({summary}). "
+                            f"{last.template}",
                             path=dest, url=last.url, expected=md5, got=last.got) from last
-    raise DownloadError(f"every mirror failed ({summary}). {last}", path=dest, url=last.url,
-                        reason=last.reason) from last
+    raise DownloadError(f"every mirror failed ({summary}). {last.template}", path=dest,
+                        url=last.url, reason=last.reason) from last

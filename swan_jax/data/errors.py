@@ -4,40 +4,92 @@ Every error here derives from `DataError`, so a command line can catch them all 
 `except DataError`. Each carries structured attributes besides its message:
 
 * `path`: the file concerned (str), or None;
-* `switch`: the API keyword that changes the behaviour, as a user would pass it (e.g.
-  `"verify_md5=False"`), or None;
-* `flag`: the command-line flag that sets that keyword (e.g. `"--no-verify-md5"`), or None.
+* `hint`: a `Hint`, what to change about it: a loader setting, the value that helps and
+  the sentence around it (e.g. `Hint("skip_bad_rows", True, "pass {switch} to skip such
+  rows")`), or None; `switch` is its keyword as an API user passes it
+  (`"skip_bad_rows=True"`).
 
-Messages name both, as "pass verify_md5=False (CLI: --no-verify-md5)", so they are
-accurate for API and CLI users alike; a command line may also rebuild its own message from
-the attributes.
+The library names settings, never command-line flags: `str(err)` spells the hint's
+switch as a keyword (`skip_bad_rows=True`); a command line renders the same error with
+`err.render(spell)`, `spell(setting, value)` giving its flag (`--skip-bad-rows`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
+from collections.abc import Callable
+from typing import Any
 
-# The behaviour switches of the loaders and the CLI flags that set them.
-VERIFY_MD5 = ("verify_md5=False", "--no-verify-md5")
-SKIP_BAD_ROWS = ("skip_bad_rows=True", "--skip-bad-rows")
-NO_DOWNLOAD = ("download=False", "--no-download")
+# How a setting set to a value is written: (setting, value) -> text, or None when the
+# reader has no way to set it (then the keyword is written).
+Spelling = Callable[[str, Any], "str | None"]
+HINT = "{hint}"  # where a message places its hint (else the hint follows in parentheses)
 
 
-def switch_hint(switch: str, flag: str | None) -> str:
-    """'pass verify_md5=False (CLI: --no-verify-md5)'."""
-    return f"pass {switch}" + (f" (CLI: {flag})" if flag else "")
+def keyword(setting: str, value: Any) -> str:
+    """The library's spelling of a switch: `skip_bad_rows=True`."""
+    return f"{setting}={value!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hint:
+    """What changes a data error's outcome: set `setting` to `value`.
+
+    `text` is the sentence, with `{switch}` where the setting is named: "pass {switch} to
+    skip such rows" reads "pass skip_bad_rows=True to skip such rows" from the library
+    and "pass --skip-bad-rows to skip such rows" from a command line.
+    """
+
+    setting: str
+    value: Any
+    text: str
+
+    @property
+    def switch(self) -> str:
+        return keyword(self.setting, self.value)
+
+    def render(self, spell: Spelling = keyword) -> str:
+        word = spell(self.setting, self.value) or self.switch
+        return self.text.replace("{switch}", word)
+
+
+# The behaviour switches of the loaders, with what each one does.
+VERIFY_MD5 = Hint("verify_md5", False, "pass {switch} to use a file of your own")
+SKIP_BAD_ROWS = Hint("skip_bad_rows", True, "pass {switch} to skip such rows")
+NO_DOWNLOAD = Hint("download", False, "put the file there by hand; {switch} never downloads")
+DOWNLOADS_OFF = Hint("download", False, "downloads are off: {switch}; without them the "
+                                        "loader fetches such files")
 
 
 class DataError(Exception):
-    """Base of every data-layer error; see the module docstring for its attributes."""
+    """Base of every data-layer error; see the module docstring for its attributes.
 
-    def __init__(self, message: str, *, path=None, switch: str | None = None,
-                 flag: str | None = None) -> None:
-        super().__init__(message)
+    `message` may hold `HINT` (`"{hint}"`) where the hint's sentence goes; without it, a
+    hint follows the message in parentheses.
+    """
+
+    def __init__(self, message: str, *, path=None, hint: Hint | None = None) -> None:
+        self.template = message
         self.path = None if path is None else str(path)
-        self.switch = switch
-        self.flag = flag
+        self.hint = hint
+        super().__init__(self.render())
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def switch(self) -> str | None:
+        """The hint's keyword as an API user passes it (`"verify_md5=False"`), or None."""
+        return None if self.hint is None else self.hint.switch
+
+    def render(self, spell: Spelling = keyword) -> str:
+        """The message, its hint's setting written by `spell` (a command line: its flag)."""
+        if self.hint is None:
+            return self.template
+        if HINT in self.template:
+            return self.template.replace(HINT, self.hint.render(spell))
+        return f"{self.template} ({self.hint.render(spell)})"
 
 
 class DataFormatError(DataError, ValueError):
@@ -49,9 +101,8 @@ class DataFormatError(DataError, ValueError):
 
     def __init__(self, message: str, *, path=None, row: int | None = None,
                  line: int | None = None, identifier: str | None = None,
-                 item: str | None = None, switch: str | None = None,
-                 flag: str | None = None) -> None:
-        super().__init__(message, path=path, switch=switch, flag=flag)
+                 item: str | None = None, hint: Hint | None = None) -> None:
+        super().__init__(message, path=path, hint=hint)
         self.row, self.line, self.identifier, self.item = row, line, identifier, item
 
 
@@ -74,24 +125,25 @@ class ChecksumError(DataError, ValueError):
     """A file's md5 differs from the expected one.
 
     Extra attributes: `url` (where it came from, or None), `expected`, `got` (hex md5).
-    `switch` / `flag` are `verify_md5=False` / `--no-verify-md5`.
+    Its hint is `VERIFY_MD5` (`verify_md5=False`).
     """
 
     def __init__(self, message: str, *, path=None, url: str | None = None,
                  expected: str | None = None, got: str | None = None) -> None:
-        super().__init__(message, path=path, switch=VERIFY_MD5[0], flag=VERIFY_MD5[1])
+        super().__init__(message, path=path, hint=VERIFY_MD5)
         self.url, self.expected, self.got = url, expected, got
 
 
 class DownloadError(DataError, RuntimeError):
     """A raw file could not be fetched; the message says which file to put where.
 
-    Extra attributes: `url`, `reason` (why it failed); `path` is where it should go.
+    Extra attributes: `url`, `reason` (why it failed); `path` is where it should go. Its
+    hint is `NO_DOWNLOAD` (put the file there, and turn downloads off).
     """
 
     def __init__(self, message: str, *, path=None, url: str | None = None,
                  reason: str | None = None) -> None:
-        super().__init__(message, path=path)
+        super().__init__(message, path=path, hint=NO_DOWNLOAD)
         self.url, self.reason = url, reason
 
 
@@ -144,11 +196,9 @@ class MissingDataError(DataError, FileNotFoundError):
     """
 
     def __init__(self, missing: list[MissingFile], *, downloads_off: bool = False) -> None:
-        message = f"missing raw file(s): {'; '.join(str(m) for m in missing)}"
-        if downloads_off and any(m.downloadable for m in missing):
-            message += (f" (downloads are off: {NO_DOWNLOAD[0]} / {NO_DOWNLOAD[1]}; without "
-                        "them the loader fetches such files)")
-        super().__init__(message, path=missing[0].looked_in[0] if missing else None,
-                         switch=NO_DOWNLOAD[0] if downloads_off else None,
-                         flag=NO_DOWNLOAD[1] if downloads_off else None)
+        # The hint only where turning downloads on would fetch something.
+        off = downloads_off and any(m.downloadable for m in missing)
+        super().__init__(f"missing raw file(s): {'; '.join(str(m) for m in missing)}",
+                         path=missing[0].looked_in[0] if missing else None,
+                         hint=DOWNLOADS_OFF if off else None)
         self.missing = list(missing)

@@ -59,7 +59,6 @@ from swan_jax.data.errors import (
     DataFormatError,
     MissingDataError,
     MissingFile,
-    switch_hint,
 )
 from swan_jax.data.raw import RawFile, cached_md5, fetch_missing, folders, locate
 from swan_jax.data.safe_pickle import safe_load, safe_load_file
@@ -292,10 +291,8 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
         except ValueError as err:
             message = str(err) if str(err).startswith(where) else f"{where}: {err}"
             if not skip_bad_rows:
-                raise DataFormatError(
-                    f"{message} ({switch_hint(*SKIP_BAD_ROWS)} to skip such rows)",
-                    path=path, row=r, line=line, identifier=identifier,
-                    switch=SKIP_BAD_ROWS[0], flag=SKIP_BAD_ROWS[1]) from None
+                raise DataFormatError(message, path=path, row=r, line=line,
+                                      identifier=identifier, hint=SKIP_BAD_ROWS) from None
             n_bad += 1
             first_error = first_error or message
             continue

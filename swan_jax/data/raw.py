@@ -22,12 +22,11 @@ from swan_jax.data.download import (
     md5_of,
 )
 from swan_jax.data.errors import (
-    VERIFY_MD5,
+    HINT,
     ChecksumError,
     DataError,
     MissingDataError,
     MissingFile,
-    switch_hint,
 )
 
 
@@ -114,7 +113,7 @@ def check_md5(raw: RawFile, path: Path, download_dir: Path, *, verify_md5: bool)
                else "replace it with the official file")
         raise ChecksumError(
             f"{path} has md5 {got}, expected {raw.md5} (the official release): {fix}, or "
-            f"{switch_hint(*VERIFY_MD5)} to use a file of your own.",
+            f"{HINT}.",
             path=path, url=raw.url, expected=raw.md5, got=got)
     return got
 

@@ -19,8 +19,9 @@ import errno
 import pickle
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
@@ -29,7 +30,6 @@ from swan_jax.experiments.config import (
     SweepConfig,
     dump_toml,
     load_toml,
-    schema,
     script_name,
 )
 from swan_jax.experiments.locks import FolderInUse
@@ -40,18 +40,6 @@ from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
 from swan_jax.train import StepTooLarge, TrainingInterrupted
 
 EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
-# The solver's run-time advice names API options; until `SolverError` carries the settings
-# that fix it (its text is all that crosses XLA), its known phrases map to flags here.
-SOLVER_FLAGS = {"loosen rtol/atol, raise max_steps, or": "loosen --rtol / --atol, or",
-                "a stiff solver such as 'kvaerno5'": "a stiff solver such as --solver kvaerno5",
-                "a fixed-step solver such as 'euler' or 'heun'":
-                    "a fixed-step solver such as --solver euler or --solver heun",
-                "lower epsilon or tighten the tolerances":
-                    "lower --epsilon or tighten --rtol / --atol"}
-# Hints a data error earns when the experiment has the setting that acts on it.
-DATA_HINTS = {"ChecksumError": ("verify_md5", "{flag} accepts files of your own"),
-              "DownloadError": ("download", "put the file there by hand; {flag} never "
-                                            "downloads")}
 
 
 def build_parser(exp: Experiment) -> argparse.ArgumentParser:
@@ -130,36 +118,32 @@ def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> st
             f"resume with: {resume_command(exp, argv)}")
 
 
-def _switch_flag(exp: Experiment, switch: str) -> str | None:
-    """'verify_md5=False' -> '--no-verify-md5' when the experiment has that setting."""
-    name, _, value = switch.partition("=")
-    entry = schema(exp.Config).get(name)
-    if entry is None:
-        return None
-    flag = flags.flag_of(entry)
-    return "--no-" + flag[2:] if value == "False" else flag
+def flag_spelling(exp: Experiment) -> Callable[[str, Any], str | None]:
+    """How this command line writes a setting in advice: (setting, value) -> its flag
+    (`--rtol`; `--solver kvaerno5`; a switch: `--skip-bad-rows`, `--no-verify-md5`), or
+    None when the experiment has no such setting. The flags are the declared ones
+    (`flags.flag_names`: a grid axis such as `epsilon` included)."""
+    names = flags.flag_names(exp.Config)
+
+    def spell(setting: str, value: Any = None) -> str | None:
+        flag = names.get(setting) or names.get(f"grid.{setting}")
+        if flag is None or value is None:
+            return flag
+        if isinstance(value, bool):  # argparse.BooleanOptionalAction's pair
+            return flag if value else "--no-" + flag.removeprefix("--")
+        return f"{flag} {value}"
+
+    return spell
 
 
 def data_error_message(exp: Experiment, err: BaseException) -> str | None:
     """One line for a data-layer error (file, row, and the flag that changes it)."""
-    from swan_jax.data.errors import DataError, switch_hint
+    from swan_jax.data.errors import DataError
 
     if not isinstance(err, DataError | pickle.UnpicklingError):
         return None
-    text = " ".join(str(err).split())
-    switch = getattr(err, "switch", None)
-    flag = _switch_flag(exp, switch) if switch else None
-    if flag is not None:  # the loader's own hint, in the command line's words
-        text = text.replace(switch_hint(switch, err.flag), f"pass {flag}")
-    for kind in type(err).__mro__:
-        setting, hint = DATA_HINTS.get(kind.__name__, (None, None))
-        entry = schema(exp.Config).get(setting) if setting else None
-        if entry is not None:
-            hint_flag = _switch_flag(exp, f"{setting}=False")
-            if hint_flag not in text:
-                text += f" ({hint.format(flag=hint_flag)})"
-            break
-    return f"{exp.label} data error: {text}"
+    text = err.render(flag_spelling(exp)) if isinstance(err, DataError) else str(err)
+    return f"{exp.label} data error: {' '.join(text.split())}"
 
 
 def _by() -> str:
@@ -175,12 +159,9 @@ def disk_full_message(err: BaseException) -> str | None:
             f"with --resume (completed epochs are checkpointed)")
 
 
-def solver_error_message(err: SolverError) -> str:
-    """One line for a run-time solver error, naming the flags that change it."""
-    text = " ".join(str(err).split())
-    for option, flag in SOLVER_FLAGS.items():
-        text = text.replace(option, flag)
-    return f"solver error: {text}"
+def solver_error_message(exp: Experiment, err: SolverError) -> str:
+    """One line for a run-time solver error, its advice naming this command's flags."""
+    return f"solver error: {' '.join(err.render(flag_spelling(exp)).split())}"
 
 
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
@@ -199,7 +180,7 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
             CheckpointError, OutputWriteError, SolverTooLarge) as err:
         raise SystemExit(str(err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
-        raise SystemExit(solver_error_message(err)) from None
+        raise SystemExit(solver_error_message(exp, err)) from None
     except TrainingInterrupted as err:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else
