@@ -344,8 +344,8 @@ def train(
         _save_completed(prog, state, log, folder, started)
         kept = (f"epochs up to {log.saved_epochs} are checkpointed in {cfg.checkpoint_dir}"
                 if folder.saves and log.saved_epochs else "no epoch was checkpointed")
-        raise SolverError(f"{err} ({cfg.description}: in epoch {len(log.history) + 1} of "
-                          f"{cfg.epochs}; {kept})") from None
+        raise err.with_note(f"{cfg.description}: in epoch {len(log.history) + 1} of "
+                            f"{cfg.epochs}; {kept}") from None
     except TrainingDiverged:
         _save_completed(prog, state, log, folder, started)
         raise
