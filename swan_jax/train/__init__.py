@@ -5,7 +5,8 @@ program: parameters, optimiser states and numeric hyper-parameters (learning rat
 weight decay, and the model's `beta`, `gamma`, `epsilon`, ...) carry a leading run
 axis; the batches are shared. Early stopping is per run: a run that has run out of
 patience keeps its best parameters frozen while the others go on, which gives the same
-numbers as stopping it alone. Every epoch is checkpointed with orbax; `resume=True`
+numbers as stopping it alone. Checkpoints (orbax) are saved at most every
+`checkpoint_seconds`, always at the last epoch and before an interrupt; `resume=True`
 continues bit-identically (CPU, fixed seeds) from the newest checkpoint.
 
 `data_parallel=True` splits every step's graphs over all devices (`jax.sharding`: a
@@ -23,7 +24,11 @@ Where things are (private modules, this is the public face):
 - `_epoch`, `_evaluate`: one epoch; metrics; divergence messages.
 - `_folder`: `run.json`, `history.jsonl` and checkpoints of a program.
 - `_splits`: graph splits, or `NodeSplit` node masks on shared graphs.
-- `_memory`, `_progress`, `_placement`: the memory check, progress bars, devices.
+- `_pipeline`: the device pipeline (data placed once, an epoch as a few `lax.scan`
+  calls) and the host pipeline (batches built and copied ahead in a thread).
+- `_memory`, `_progress`, `_placement`: the memory check, progress bars or plain
+  per-epoch lines, devices.
+- `_trackers`: per-epoch `history.csv` and TensorBoard event files (`trackers`).
 - `_loop`: `train`, in named parts.
 """
 
