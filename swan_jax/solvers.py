@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -393,7 +394,29 @@ def solve(
     if is_traced(params, graph, x0, cfg):
         return _solve(params, graph, x0, cfg, solver, **options)
     with clear_errors():  # called eagerly: the run-time errors surface here
-        return jax.block_until_ready(_solve(params, graph, x0, cfg, solver, **options))
+        return jax.block_until_ready(_solve_eagerly(params, graph, x0, cfg, solver, options))
+
+
+def _solve_eagerly(params, graph, x0, cfg, solver, options: dict) -> Any:
+    """An eager `solve` as one compiled program, cached by its static options.
+
+    Op by op, `_solve` would trace its step loop afresh (a new closure) and compile it
+    again on every call, about a second each on a CPU: a notebook or a test calling
+    `solve` repeatedly on one graph paid that every time. Options that cannot be hashed
+    (a `SaveAt` holding arrays, a solver object holding arrays) take the op-by-op path.
+    """
+    key = (solver, tuple(sorted(options.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return _solve(params, graph, x0, cfg, solver, **options)
+    return _solve_compiled(params, graph, x0, cfg, key)
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _solve_compiled(params, graph, x0, cfg, key) -> Any:
+    solver, options = key[0], dict(key[1])
+    return _solve(params, graph, x0, cfg, solver, **options)
 
 
 def _is_adaptive(controller: diffrax.AbstractStepSizeController | None) -> bool:

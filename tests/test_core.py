@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
@@ -173,14 +174,24 @@ def test_tsit5_matches_scipy_on_the_dense_field(variant, x64):
     np.testing.assert_allclose(np.asarray(got).reshape(-1), sol.y[:, -1], atol=1e-8)
 
 
+@functools.cache
+def _t1_problem():
+    """The problem every named solver integrates, and its fine dopri8 solution (solved
+    once for all the solvers' cases, not once per case)."""
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(10)
+        cfg = sj.SWANConfig(num_layers=50, epsilon=0.02)  # t1 = 1
+        graph = random_undirected(rng, 6)
+        params = make_params(cfg, 3)
+        x0 = jnp.asarray(rng.normal(size=(6, 3)))
+        fine = sj.solve(params, graph, x0, cfg, solver="dopri8", rtol=1e-11, atol=1e-12)
+        return cfg, graph, params, x0, np.asarray(fine)
+
+
 @pytest.mark.parametrize("solver", sj.SOLVERS)
 def test_every_named_solver_integrates_to_t1(solver, x64):
-    rng = np.random.default_rng(10)
-    cfg = sj.SWANConfig(num_layers=50, epsilon=0.02)  # t1 = 1
-    graph = random_undirected(rng, 6)
-    params = make_params(cfg, 3)
-    x0 = jnp.asarray(rng.normal(size=(6, 3)))
-    fine = sj.solve(params, graph, x0, cfg, solver="dopri8", rtol=1e-11, atol=1e-12)
+    cfg, graph, params, x0, fine = _t1_problem()
+    assert x0.dtype == jnp.float64 and fine.dtype == np.float64
     got = sj.solve(params, graph, x0, cfg, solver=solver, rtol=1e-8, atol=1e-10)
     # Fixed-step methods carry their truncation error at dt = 0.02: O(dt) for Euler,
     # O(dt^2) for the second-order ones; adaptive ones follow their tolerances.
@@ -215,8 +226,9 @@ def test_discrete_adjoints_equal_backprop_through_euler_steps(adjoint, x64):
             x = x + cfg.epsilon * sj.vector_field(p, graph, x, cfg)
         return jnp.sum(x**2)
 
-    exact = jax.grad(loop)(params)
-    got = jax.grad(lambda p: jnp.sum(sj.solve(p, graph, x0, cfg, adjoint=adjoint) ** 2))(params)
+    exact = jax.jit(jax.grad(loop))(params)
+    got = jax.jit(jax.grad(
+        lambda p: jnp.sum(sj.solve(p, graph, x0, cfg, adjoint=adjoint) ** 2)))(params)
     for key in exact:
         np.testing.assert_allclose(got[key], exact[key], atol=1e-12)
 
@@ -234,8 +246,9 @@ def test_backsolve_adjoint_matches_the_continuous_gradient(x64):
         out = sj.solve(p, graph, x0, cfg, "tsit5", rtol=1e-10, atol=1e-12, adjoint=adjoint)
         return jnp.sum(out**2)
 
-    exact = jax.grad(loss)(params, "recursive")
-    got = jax.grad(loss)(params, "backsolve")
+    grad = jax.jit(jax.grad(loss), static_argnums=1)  # one program each, not op by op
+    exact = grad(params, "recursive")
+    got = grad(params, "backsolve")
     for key in exact:
         np.testing.assert_allclose(got[key], exact[key], atol=1e-7)
 
@@ -349,9 +362,13 @@ def test_jit_grad_in_float32_are_finite(variant):
     graph = random_undirected(rng, 8, isolated=1)
     params = sj.init_params(jax.random.PRNGKey(2), 4, cfg)
     x0 = jnp.asarray(rng.normal(size=(8, 4)), jnp.float32)
-    out = jax.jit(lambda p: sj.solve(p, graph, x0, cfg))(params)
-    assert out.dtype == jnp.float32
-    grads = jax.jit(jax.grad(lambda p: jnp.sum(sj.solve(p, graph, x0, cfg) ** 2)))(params)
+    def loss(p):
+        out = sj.solve(p, graph, x0, cfg)
+        return jnp.sum(out ** 2), out
+
+    # One program for the solution and its gradient (compiling is this test's cost).
+    grads, out = jax.jit(jax.grad(loss, has_aux=True))(params)
+    assert out.dtype == jnp.float32 and out.shape == x0.shape
     for key, g in grads.items():
         assert np.all(np.isfinite(g)), key
         if key != "b" or variant != "adgn":
