@@ -112,6 +112,23 @@ def test_pipelines_agree_on_node_splits_of_one_graph_and_host_metrics():
                                [r["test"] for r in host.runs], rtol=1e-5)
 
 
+def test_validation_and_test_share_one_compiled_evaluation():
+    """Splits of other sizes (3 and 6 graphs: other array shapes, other step counts) are
+    padded to one shape, their padding steps skipped: one evaluation program, and the
+    host pipeline's numbers."""
+    data = line_swap_dataset(num_graphs=21)
+    parts = {"train": data.subset(range(12)), "val": data.subset(range(12, 15)),
+             "test": data.subset(range(15, 21))}
+    cfg = TrainConfig(epochs=2, batch_size=2, progress=False)
+    with CompileCounter() as counter:
+        device, host = _both(parts, cfg, GRID[:1])
+    assert counter.compiled.count("jit(_eval_split)") == 1, counter.compiled
+    np.testing.assert_allclose([h["val"] for h in device.history],
+                               [h["val"] for h in host.history], rtol=1e-5)
+    np.testing.assert_allclose([r["test"] for r in device.runs],
+                               [r["test"] for r in host.runs], rtol=1e-5)
+
+
 def test_the_device_pipeline_compiles_only_in_the_first_epoch():
     compiles = []
     with CompileCounter() as counter:

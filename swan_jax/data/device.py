@@ -18,6 +18,7 @@ Local to batch: a graph at batch position `b` starts at node `s_b` and at overfl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -181,6 +182,25 @@ def host_data(dataset: GraphDataset, budget: Budget) -> DeviceData:
                  "pair_sender", "pair_slot", "pair_count"):
         out[name] = _with_zero_row(out[name])
     return DeviceData(**out)
+
+
+def same_shapes(splits: Sequence[DeviceData]) -> list[DeviceData]:
+    """The splits with zero rows appended, so that every array has one shape across them.
+
+    One compiled program then serves them all (validation and test are evaluated by the
+    same scan). Appended graphs have zero counts, like the filler graph, so any id from
+    `len(dataset)` on is an empty graph; appended rows are never read by `assemble`.
+    """
+    if len(splits) < 2:
+        return list(splits)
+    lengths = jax.tree_util.tree_map(lambda *leaves: max(len(x) for x in leaves), *splits)
+    return [jax.tree_util.tree_map(_pad_rows, data, lengths) for data in splits]
+
+
+def _pad_rows(arr: np.ndarray, length: int) -> np.ndarray:
+    pad = length - len(arr)
+    return arr if pad == 0 else np.concatenate([arr, np.zeros((pad,) + arr.shape[1:],
+                                                              arr.dtype)])
 
 
 def place_dataset(dataset: GraphDataset, budget: Budget, device=None) -> DeviceData:

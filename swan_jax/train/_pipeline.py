@@ -28,7 +28,14 @@ import numpy as np
 
 from swan_jax.data.batching import Budget, pack
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.data.device import DeviceData, assemble, data_bytes, epoch_ids, host_data
+from swan_jax.data.device import (
+    DeviceData,
+    assemble,
+    data_bytes,
+    epoch_ids,
+    host_data,
+    same_shapes,
+)
 from swan_jax.train._evaluate import (
     DEVICE_METRICS,
     evaluate,
@@ -89,9 +96,14 @@ class DevicePipeline:
         """`arrays`: each split's `host_data`, when the caller built them already."""
         self.setup = setup
         arrays = arrays or {k: host_data(d, setup.budget) for k, d in setup.data.items()}
+        # The evaluated splits share one shape (arrays and step count): one compiled
+        # evaluation serves them all, padding steps skipped.
+        evaluated = [k for k in setup.data if k != "train"]
+        arrays = {**arrays, **dict(zip(evaluated, same_shapes([arrays[k] for k in evaluated]),
+                                       strict=True))}
         self.placed = {k: jax.device_put(a) for k, a in arrays.items()}
-        self.eval_ids = {k: jnp.asarray(epoch_ids(d, setup.budget, setup.batch_size))
-                         for k, d in setup.data.items() if k != "train"}
+        self.eval_ids = _padded_steps({k: epoch_ids(setup.data[k], setup.budget,
+                                                    setup.batch_size) for k in evaluated})
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
         self._ids: dict[int, np.ndarray] = {}
         self.chunk = None
@@ -133,7 +145,7 @@ class DevicePipeline:
         return state, _losses(chunks)
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
-        out = self._eval(params, hp, self.placed[split], self.eval_ids[split])
+        out = self._eval(params, hp, self.placed[split], *self.eval_ids[split])
         if self.setup.metric in DEVICE_METRICS:
             numerator, denominator, finite = (np.asarray(x) for x in out)
             return finish_sums(numerator.sum(0), denominator.sum(), finite.all(0),
@@ -165,20 +177,43 @@ def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceDat
     return params, opt_state, losses
 
 
+def _padded_steps(ids: Mapping[str, np.ndarray]) -> dict[str, tuple[jax.Array, jax.Array]]:
+    """Each split's evaluation steps `[steps, n_graph - 1]` padded to the longest split's
+    count with filler ids (empty steps), and which steps are real `[steps]`."""
+    steps = max((len(i) for i in ids.values()), default=0)
+    out = {}
+    for split, own in ids.items():
+        filler = own.max(initial=0) if own.size else 0
+        padded = np.full((steps,) + own.shape[1:], filler, np.int32)
+        padded[: len(own)] = own
+        out[split] = (jnp.asarray(padded), jnp.asarray(np.arange(steps) < len(own)))
+    return out
+
+
 def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric: str | None,
-                params, hp, data: DeviceData, ids):
-    """One scan over a split's batches: metric sums (`metric`) or predictions per batch."""
-    def body(_, step_ids):
+                params, hp, data: DeviceData, ids, real):
+    """One scan over a split's batches: metric sums (`metric`) or predictions per batch;
+    padding steps (`real` False) are skipped and count for nothing."""
+    def one(step_ids):
         batch = assemble(data, step_ids, budget)
         pred = predict_fn(params, hp, batch)
         target, mask = batch_targets(batch, level, split_mask=split_mask)
         if metric is None:
-            return None, (pred, target, mask)
+            return pred, target, mask
         finite = jnp.all(jnp.isfinite(pred) | ~mask[None, :, None], axis=(1, 2))
         numerator, denominator = metric_sums(pred, target, mask, batch.graph.n_node, metric)
-        return None, (numerator, denominator, finite)
+        return numerator, denominator, finite
 
-    return jax.lax.scan(body, None, ids)[1]
+    def skip(step_ids):  # no real graph: masked out, or nothing summed and finite
+        shapes = jax.eval_shape(one, step_ids)
+        zeros = [jnp.zeros(s.shape, s.dtype) for s in shapes]
+        return (*zeros[:2], jnp.ones(shapes[2].shape, shapes[2].dtype)) if metric else \
+            tuple(zeros)
+
+    def body(_, step):
+        return None, jax.lax.cond(step[1], one, skip, step[0])
+
+    return jax.lax.scan(body, None, (ids, real))[1]
 
 
 class HostPipeline:
