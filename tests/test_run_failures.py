@@ -301,12 +301,17 @@ def test_every_experiment_checkpoints_each_program_by_default(name, tmp_path):
     assert not any(tc.save_checkpoints for tc in train_configs("--no-checkpoints"))
 
 
-def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys):
+def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys,
+                                                               monkeypatch):
     """Several programs: one bar over every epoch of every program (tqdm shows its ETA),
-    and an estimate of the time left once the second epoch (the first compiled one) ran."""
+    and an estimate of the time left once the second epoch (the first compiled one) ran.
+    Only on a terminal: a batch job's log gets no redrawn bar."""
     from swan_jax.experiments.config import SweepConfig
 
     cfg = SweepConfig(epochs=3, progress=True, results_dir=tmp_path)
+    monkeypatch.setattr(sweep, "interactive", lambda: False)
+    assert sweep._Overall(cfg, todo=["program a", "program b"]).bar is None
+    monkeypatch.setattr(sweep, "interactive", lambda: True)
     overall = sweep._Overall(cfg, todo=["program a", "program b"])
     assert overall.bar.total == 6 and overall.bar.desc == "all programs"
     overall.epoch(0, {"seconds": 30.0})

@@ -30,7 +30,7 @@ from swan_jax.train._trackers import CSV_FILE, TENSORBOARD_DIR
 from tests.train_script import line_swap_dataset, splits
 
 LINE = re.compile(r"^epoch (\d+)/(\d+)  loss \S+  val \S+  best \S+ \(epoch \d+\)  "
-                  r"active \d+/\d+  \S+ s/epoch  ETA \S+ (s|min|h|days)$")
+                  r"active \d+/\d+  \S+ s/epoch  ETA \S+ (s|min|h|days)(  \(.+\))?$")
 
 
 class NodeDense(nn.Module):
@@ -83,6 +83,10 @@ def test_without_a_terminal_each_epoch_is_one_plain_line(progress, data, capsys,
     assert [LINE.match(line).group(1, 2) for line in lines] == [("1", "3"), ("2", "3"),
                                                                 ("3", "3")], err
     assert all("active 2/2" in line for line in lines)
+    assert not any(line.endswith(")") and "  (" in line.split("ETA")[1] for line in lines)
+    train(model_fn, data, tiny(epochs=1, progress=progress, description="cell/swan"))
+    [named] = lines_of(capsys.readouterr().err)  # a sweep's program says which it is
+    assert named.endswith("  (cell/swan)")
 
 
 def test_quiet_prints_no_epoch_and_a_terminal_keeps_the_bars(data, capsys, monkeypatch,

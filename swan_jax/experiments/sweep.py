@@ -40,7 +40,7 @@ from swan_jax.experiments.records import ResultsFile, machine_info, summarise_ru
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.pytrees import tree_size
 from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
-from swan_jax.train._progress import duration
+from swan_jax.train._progress import duration, interactive
 from swan_jax.train._splits import NodeSplit, Split
 
 Cell = dict[str, Any]
@@ -369,7 +369,9 @@ class _Overall:
         self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
         self.bar = None
         self.quiet = cfg.quiet
-        if cfg.progress and not cfg.quiet and len(todo) > 1:
+        # A bar only on a terminal (or a notebook): a batch job's log gets each
+        # program's plain epoch lines, which name the program, not redraws.
+        if cfg.progress and not cfg.quiet and len(todo) > 1 and interactive():
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=self.total, desc="all programs", unit="epoch", position=0,

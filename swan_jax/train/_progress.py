@@ -44,7 +44,7 @@ class StepBar:
             self.bar.close()
 
 
-def _interactive() -> bool:
+def interactive() -> bool:
     """stderr is a terminal, or this is a Jupyter kernel (tqdm.auto draws a widget)."""
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty()) or "ipykernel" in sys.modules
@@ -54,7 +54,7 @@ def progress_mode(cfg: TrainConfig) -> str:
     """"off" when quiet, "bars" when progress is on and someone watches, else "lines"."""
     if cfg.quiet:
         return "off"
-    return "bars" if cfg.progress and _interactive() else "lines"
+    return "bars" if cfg.progress and interactive() else "lines"
 
 
 def duration(seconds: float) -> str:
@@ -72,8 +72,9 @@ def _live(state: RunState) -> np.ndarray:
 
 
 def epoch_line(record: Mapping[str, Any], state: RunState, epochs: int,
-               pace: float) -> str:
-    """The plain line of one epoch (`pace`: seconds per epoch, for the ETA)."""
+               pace: float, description: str = "train") -> str:
+    """The plain line of one epoch (`pace`: seconds per epoch, for the ETA), naming the
+    program at its end when it has a name of its own (a sweep's programs)."""
     live = _live(state)
     done = int(record["epoch"]) + 1
     best_epoch = int(np.max(state.best_epoch[live])) + 1
@@ -83,7 +84,8 @@ def epoch_line(record: Mapping[str, Any], state: RunState, epochs: int,
             f"val {np.mean(np.asarray(record['val'])[live]):.4g}  "
             f"best {np.mean(state.best_metric[live]):.4g} (epoch {best_epoch})  "
             f"active {active}/{state.num_runs}  {pace:.2g} s/epoch  "
-            f"ETA {duration(pace * (epochs - done))}")
+            f"ETA {duration(pace * (epochs - done))}"
+            + (f"  ({description})" if description != "train" else ""))
 
 
 class Progress:
@@ -91,6 +93,7 @@ class Progress:
 
     def __init__(self, cfg: TrainConfig, start_epoch: int):
         self.mode, self.epochs, self.bar = progress_mode(cfg), cfg.epochs, None
+        self.description = cfg.description
         self.seconds: list[float] = []  # this session's epochs
         if self.mode == "bars":
             from tqdm.auto import tqdm
@@ -111,7 +114,8 @@ class Progress:
         self.seconds.append(float(record["seconds"]))
         if self.mode == "lines":
             pace = float(np.median(self.seconds[1:] or self.seconds))
-            print(epoch_line(record, state, self.epochs, pace), file=sys.stderr, flush=True)
+            print(epoch_line(record, state, self.epochs, pace, self.description),
+                  file=sys.stderr, flush=True)
         if self.bar is None:
             return
         live = _live(state)
