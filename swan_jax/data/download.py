@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -156,19 +157,28 @@ def _retrieve(url: str, dest: Path, md5: str | None, *, timeout: float, retries:
             f"fetch it by hand, or {HINT}. {manual}",
             path=dest, url=url, expected=md5, got=got) from None
     except (requests.exceptions.RequestException, OSError) as err:
-        reason = _reason(err)
+        reason = _reason(err, url)
         raise DownloadError(f"could not download {url} ({reason}). {manual}",
                             path=dest, url=url, reason=reason) from err
     finally:
         logger.setLevel(level)
 
 
-def _reason(err: Exception) -> str:
-    """A short reason: `HTTP 404 Not Found`, or the error's own words."""
+def _reason(err: Exception, url: str = "") -> str:
+    """A short reason: `HTTP 404 Not Found`, `cannot resolve zenodo.org (no network?)`,
+    or the error's own words (urllib3's are a paragraph: its cause is what a user needs)."""
     response = getattr(err, "response", None)
     if response is not None and getattr(response, "status_code", None):
         return f"HTTP {response.status_code} {response.reason}"
-    return str(err) or type(err).__name__
+    text, host = str(err) or type(err).__name__, urllib.parse.urlsplit(url).hostname
+    if any(words in text for words in ("Failed to resolve", "Name or service not known",
+                                       "failure in name resolution")):
+        return f"cannot resolve {host} (no network?)"
+    if "timed out" in text.lower() or "Timeout" in type(err).__name__:
+        return f"{host} did not answer in time"
+    if "Connection refused" in text:
+        return f"{host} refused the connection"
+    return text
 
 
 def _umask() -> int:
@@ -204,4 +214,4 @@ def fetch_first(urls: Sequence[str], dest: str | Path, md5: str | None = None, *
                             f"{last.template}",
                             path=dest, url=last.url, expected=md5, got=last.got) from last
     raise DownloadError(f"every mirror failed ({summary}). {last.template}", path=dest,
-                        url=last.url, reason=last.reason) from last
+                        url=last.url, reason=f"every mirror failed ({summary})") from last

@@ -174,18 +174,15 @@ class MissingFile:
         return self.url is not None and self.download_to is not None
 
     def how_to_get(self) -> str:
+        """One place to put it: the first place looked in (the data folder)."""
         md5 = f" (md5 {self.md5})" if self.md5 else ""
         if self.url is None:
             return f"put it at {self.looked_in[0]}"
-        if self.downloadable:
-            return (f"it is downloaded from {self.url}{md5} to {self.download_to} where a "
-                    f"network allows; otherwise download it elsewhere and put it at "
-                    f"{self.looked_in[0]}")
         return f"download {self.url}{md5} and put it at {self.looked_in[0]}"
 
     def __str__(self) -> str:
-        return f"{self.dataset}: {self.file} ({self.reason}; looked in " \
-               f"{', '.join(self.looked_in)}): {self.how_to_get()}"
+        # Short: what, why, and one place; every place looked in is `looked_in`.
+        return f"{self.dataset}: {self.file} ({self.reason}): {self.how_to_get()}"
 
 
 class MissingDataError(DataError, FileNotFoundError):

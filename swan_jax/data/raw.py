@@ -147,5 +147,6 @@ def fetch_missing(missing: Iterable[tuple[RawFile, MissingFile]], download_dir: 
         try:
             download(raw, download_dir, verify_md5=verify_md5)
         except DataError as err:
-            still.append(dataclasses.replace(report, reason=f"download failed: {err}"))
+            reason = getattr(err, "reason", None) or str(err)  # the cause, not the advice
+            still.append(dataclasses.replace(report, reason=f"download failed: {reason}"))
     return still
