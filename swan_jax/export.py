@@ -250,14 +250,12 @@ def open_run(folder: str | Path, run: int | None = None, *,
     open_run` passes the experiment's), which this layer does not import.
     """
     from swan_jax.checkpoint import load_run_variables
-    from swan_jax.train import RUN_FILE
+    from swan_jax.train import RUN_FILE, read_run_file
 
     folder = Path(folder)
     path = folder / RUN_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{folder} is not a program folder: it has no {RUN_FILE} "
-                                f"(point at the folder holding run.json and checkpoints)")
-    info = json.loads(path.read_text())
+    info = read_run_file(folder,
+                         help_text="point at the folder holding run.json and checkpoints")
     described = info.get("description", {})
     if "experiment" not in described and "models" not in described:
         raise ValueError(f"{path} does not say how to build its model: train it with "

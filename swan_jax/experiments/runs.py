@@ -8,7 +8,6 @@ checkpoints; that is enough to rebuild the model and restore its best parameters
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 
 from swan_jax.checkpoint import load_run_variables
 from swan_jax.experiments.config import from_dict
-from swan_jax.train import RUN_FILE
+from swan_jax.train import RUN_FILE, read_run_file
 
 
 def program_folders(root: str | Path) -> list[Path]:
@@ -34,10 +33,8 @@ def load_run(folder: str | Path, run: int = 0) -> tuple[Any, Any, dict[str, Any]
     """
     folder = Path(folder)
     path = folder / RUN_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{folder} is not a program folder (no {RUN_FILE}); the "
-                                f"folders under it are: {program_folders(folder)[:5]}")
-    info = json.loads(path.read_text())
+    info = read_run_file(folder, help_text=f"the program folders under it: "
+                                           f"{program_folders(folder)[:5]}")
     described = info.get("description", {})
     if "experiment" not in described:
         raise ValueError(f"{path} was not written by a sweep: it does not say how to build "

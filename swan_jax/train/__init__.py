@@ -44,7 +44,7 @@ from swan_jax.train._config import (
     TrainResult,
 )
 from swan_jax.train._evaluate import METRICS, metric_mode
-from swan_jax.train._folder import HISTORY_FILE, RUN_FILE, read_history
+from swan_jax.train._folder import HISTORY_FILE, RUN_FILE, read_history, read_run_file
 from swan_jax.train._loop import train
 from swan_jax.train._memory import StepTooLarge, free_memory_bytes
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
@@ -56,6 +56,6 @@ __all__ = [
     "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS", "ModelFn",
     "NodeSplit", "RunState", "StepTooLarge", "TrainConfig", "TrainResult", "TrainingDiverged",
     "TrainingInterrupted", "count_params", "free_memory_bytes", "init_runs", "make_train_step",
-    "make_tx", "metric_mode", "read_history", "schedule_scale", "select_runs", "stack_hparams",
-    "train",
+    "make_tx", "metric_mode", "read_history", "read_run_file", "schedule_scale", "select_runs",
+    "stack_hparams", "train",
 ]

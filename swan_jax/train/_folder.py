@@ -118,3 +118,13 @@ def read_history(path: str | Path) -> list[dict[str, Any]]:
     if path.is_dir():
         path = path / HISTORY_FILE
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def read_run_file(folder: str | Path, *, help_text: str) -> dict[str, Any]:
+    """The `run.json` of a program folder; a folder without one is refused naming it,
+    with `help_text` (where to point instead) in parentheses."""
+    path = Path(folder) / RUN_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder} is not a program folder: it has no {RUN_FILE} "
+                                f"({help_text})")
+    return json.loads(path.read_text())
