@@ -22,6 +22,8 @@ Where things are (private modules, this is the public face):
 - `_state`: `RunState`, the state of every run as one pytree; early stopping.
 - `_step`: the jitted training step and prediction (`make_train_step`).
 - `_epoch`, `_evaluate`: one epoch; metrics; divergence messages.
+- `_metric`: `Metric`, a caller's own score (`fn(pred, target, mask)`, its direction,
+  host NumPy or jitted on the device); the built-in names resolve to `Metric`s.
 - `_folder`: `run.json`, `history.jsonl` and checkpoints of a program.
 - `_splits`: graph splits, or `NodeSplit` node masks on shared graphs.
 - `_pipeline`: the device pipeline (data placed once, an epoch as a few `lax.scan`
@@ -43,19 +45,20 @@ from swan_jax.train._config import (
     TrainingInterrupted,
     TrainResult,
 )
-from swan_jax.train._evaluate import METRICS, metric_mode
+from swan_jax.train._evaluate import METRICS, get_metric, metric_mode
 from swan_jax.train._folder import HISTORY_FILE, RUN_FILE, read_history, read_run_file
 from swan_jax.train._loop import train
 from swan_jax.train._memory import StepTooLarge, free_memory_bytes
+from swan_jax.train._metric import Metric
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
 from swan_jax.train._splits import NodeSplit
 from swan_jax.train._state import RunState, init_runs, select_runs
 from swan_jax.train._step import make_train_step
 
 __all__ = [
-    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS", "ModelFn",
-    "NodeSplit", "RunState", "StepTooLarge", "TrainConfig", "TrainResult", "TrainingDiverged",
-    "TrainingInterrupted", "count_params", "free_memory_bytes", "init_runs", "make_train_step",
-    "make_tx", "metric_mode", "read_history", "read_run_file", "schedule_scale", "select_runs",
-    "stack_hparams", "train",
+    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS", "Metric",
+    "ModelFn", "NodeSplit", "RunState", "StepTooLarge", "TrainConfig", "TrainResult",
+    "TrainingDiverged", "TrainingInterrupted", "count_params", "free_memory_bytes",
+    "get_metric", "init_runs", "make_train_step", "make_tx", "metric_mode", "read_history",
+    "read_run_file", "schedule_scale", "select_runs", "stack_hparams", "train",
 ]

@@ -12,6 +12,7 @@ import optax
 
 from swan_jax.losses import LossFn, get_batch_loss
 from swan_jax.settings import setting, unknown_name
+from swan_jax.train._metric import Metric
 from swan_jax.train._trackers import TRACKERS, check_trackers
 
 Hyper = Mapping[str, Any]
@@ -61,8 +62,12 @@ class TrainConfig:
     one fixed `optax.GradientTransformation` (its rate is its own: a `learning_rate` or
     `weight_decay` grid axis, a non-zero `weight_decay` and the cosine and plateau
     schedules are refused, since none could reach it). `grad_clip` clips before either.
-    `loss` may likewise be `fn(pred, target, mask) -> scalar` (`swan_jax.losses`). A
-    custom function enters the checkpoint fingerprint by its name only.
+    `loss` may likewise be `fn(pred, target, mask) -> scalar` (`swan_jax.losses`), and
+    `metric` (what early stopping, the plateau schedule and the best epoch follow) a
+    `Metric(fn, higher_is_better=..., on_device=...)` with the same signature: jittable
+    and reduced on the device, or NumPy on the host (`_metric`); a bare function is
+    refused (it has no direction). A custom function enters the checkpoint fingerprint
+    by its name only (a metric with its direction and place).
 
     `patience=None` disables early stopping. `on_divergence="stop_run"` stops only the
     diverging run of a grid instead of raising. `data_parallel` spreads each step's
@@ -114,7 +119,8 @@ class TrainConfig:
                                        "fraction of the initial one")
     loss: str | LossFn = setting("mse", role="internal", help="loss name (swan_jax.losses), "
                                  "or fn(pred, target, mask) -> scalar")
-    metric: str = setting("mse", role="internal", help="validation / test metric")
+    metric: str | Metric = setting("mse", role="internal", help="validation / test metric: "
+                                   "a name, or a Metric(fn, higher_is_better=...)")
     task_level: str = setting("node", role="internal", help="node or graph targets")
     seeds: tuple[int, ...] = setting((0,), distinct=True, help="seeds, trained together as "
                                      "one vmapped program")
@@ -171,11 +177,11 @@ class TrainConfig:
             raise ValueError(f"plateau_factor must be in (0, 1), got {self.plateau_factor}")
         if self.plateau_patience < 1 or not self.plateau_threshold > 0:
             raise ValueError("plateau_patience must be >= 1 and plateau_threshold > 0")
-        from swan_jax.train._evaluate import METRICS  # the registry lives with its code
+        from swan_jax.train._evaluate import get_metric  # the registry lives with its code
 
+        get_metric(self.metric)  # an unknown name, or a bare function (no direction)
         for name, value, valid in (("optimizer", self.optimizer, OPTIMIZERS),
                                    ("schedule", self.schedule, SCHEDULES),
-                                   ("metric", self.metric, METRICS),
                                    ("task level", self.task_level, TASK_LEVELS),
                                    ("on_divergence", self.on_divergence, DIVERGENCE),
                                    ("pipeline", self.pipeline, PIPELINES)):
@@ -188,7 +194,8 @@ class TrainConfig:
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the numbers (the checkpoint fingerprint); a custom
-        optimiser or loss by its name (`custom_name`)."""
+        optimiser or loss by its name (`custom_name`), a metric by its name (a built-in)
+        or its `Metric.describe()`."""
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
                 "checkpoint_seconds", "deadline", "quiet", "trackers"}
@@ -198,6 +205,11 @@ class TrainConfig:
             if field.name not in skip:
                 out[field.name] = (custom_name(value) if field.name in ("optimizer", "loss")
                                    and custom(value) else value)
+        if isinstance(self.metric, Metric):
+            from swan_jax.train._evaluate import metric_key
+
+            key = metric_key(self.metric)  # a built-in's Metric: its name, as before
+            out["metric"] = key if isinstance(key, str) else key.describe()
         return out
 
 

@@ -1,9 +1,11 @@
-"""Host-side metrics of every run on one split, with non-finite predictions reported.
+"""The metrics of every run on one split, with non-finite predictions reported.
 
-A metric is `(pred [rows, T], target [rows, T']) -> float` on the real rows of a split,
-with a direction ("min" or "max") that model selection follows. Predictions that are not
-finite are not scored (scikit-learn would raise deep inside): the run is reported so the
-loop can treat it as diverged.
+A built-in metric is `(pred [rows, T], target [rows, T']) -> float` on the real rows of a
+split, with a direction ("min" or "max") that model selection follows; each name also
+resolves to a `Metric` (`get_metric`). A caller's own `Metric` is scored here too: on the
+host with NumPy (`score_runs`) or on the device (`device_scores`, jitted and vmapped over
+runs). Predictions that are not finite are not scored (scikit-learn would raise deep
+inside): the run is reported so the loop can treat it as diverged.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from swan_jax.data.batching import Batch
+from swan_jax.settings import unknown_name
+from swan_jax.train._metric import Metric, as_scalar
 from swan_jax.train._placement import batch_targets
 
 MetricFn = Callable[[np.ndarray, np.ndarray], float]
@@ -72,9 +78,60 @@ GRAPH_MEAN_METRICS: dict[str, tuple[Callable, str]] = {
 METRICS = tuple(METRIC_FNS) + tuple(GRAPH_MEAN_METRICS)
 
 
-def metric_mode(metric: str) -> str:
-    """"min" or "max": how the metric selects."""
-    return {**METRIC_FNS, **GRAPH_MEAN_METRICS}[metric][1]
+
+
+def _masked(name: str, fn: Callable) -> Callable:
+    """A built-in score as a `Metric` function: `fn` on the rows `mask` keeps (NumPy)."""
+    def score(pred, target, mask, *, n_node=None):
+        mask = np.asarray(mask, bool)
+        pred, target = np.asarray(pred)[mask], np.asarray(target)[mask]
+        if name not in GRAPH_MEAN_METRICS:
+            return fn(pred, target)
+        if n_node is None:
+            raise ValueError(f"metric {name} weighs graphs: pass n_node= (the node count "
+                             f"of each graph of the rows, in order)")
+        n_node = np.asarray(n_node)
+        return fn(pred, target, weight=np.repeat(1.0 / np.maximum(n_node, 1), n_node)[mask])
+
+    score.__name__ = score.__qualname__ = name
+    return score
+
+
+# Every built-in name as the `Metric` a caller could have written (host NumPy functions;
+# the pipelines still compute the error metrics as sums on the device, `DEVICE_METRICS`).
+BUILTIN_METRICS: dict[str, Metric] = {
+    name: Metric(_masked(name, fn), higher_is_better=mode == "max", name=name)
+    for name, (fn, mode) in {**METRIC_FNS, **GRAPH_MEAN_METRICS}.items()}
+
+
+def get_metric(metric: str | Metric) -> Metric:
+    """The `Metric` a name (`METRICS`) stands for, or `metric` itself.
+
+    A bare function is refused: it has no direction (`Metric(fn, higher_is_better=...)`).
+    """
+    if isinstance(metric, Metric):
+        return metric
+    if callable(metric):
+        raise TypeError("metric: a bare function has no direction; pass swan_jax.train."
+                        "Metric(fn, higher_is_better=True or False, on_device=...)")
+    if metric not in BUILTIN_METRICS:
+        raise ValueError(unknown_name("metric", metric, METRICS))
+    return BUILTIN_METRICS[metric]
+
+
+def metric_key(metric: str | Metric) -> str | Metric:
+    """The name of a built-in (given by name or as its `Metric`), else the custom `Metric`:
+    built-ins keep their own code paths (and numbers)."""
+    resolved = get_metric(metric)
+    return resolved.name if BUILTIN_METRICS.get(resolved.name) is resolved else resolved
+
+
+def metric_mode(metric: str | Metric | dict) -> str:
+    """"min" or "max": how the metric selects (a name, a `Metric`, or a custom metric's
+    `Metric.describe()` as `run.json` keeps it)."""
+    if isinstance(metric, dict):
+        return "max" if metric["higher_is_better"] else "min"
+    return get_metric(metric).mode
 
 
 def _row_weights(batch: Batch) -> np.ndarray:
@@ -84,14 +141,21 @@ def _row_weights(batch: Batch) -> np.ndarray:
     return np.repeat(1.0 / np.maximum(n_node, 1), n_node)
 
 
-def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: str, *,
-             sharded: bool = False, split_mask: bool = False
+def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric, level: str,
+             *, sharded: bool = False, split_mask: bool = False
              ) -> tuple[list[float], np.ndarray]:
     """Per run: the metric over every real row of `batches`, and whether it was finite.
 
     Returns `(values [runs], finite [runs] bool)`; a run with a non-finite prediction gets
     NaN and `finite` False.
     """
+    metric = metric_key(metric)
+    if isinstance(metric, Metric) and metric.on_device:
+        parts = [(predict(params, hp, b), *batch_targets(b, level, sharded=sharded,
+                                                         split_mask=split_mask))
+                 for b in batches]
+        stacked = [jnp.stack(x) for x in zip(*parts, strict=True)]  # [steps, ...] each
+        return finish_scores(*device_scores(metric)(*stacked))
     weighted = metric in GRAPH_MEAN_METRICS
     if weighted and level != "node":
         raise ValueError(f"metric {metric!r} scores node rows; task level is {level!r}")
@@ -107,16 +171,52 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str, level: 
     return score_runs(np.concatenate(preds, axis=1), np.concatenate(targets), metric, weight)
 
 
-def score_runs(pred: np.ndarray, target: np.ndarray, metric: str,
+def score_runs(pred: np.ndarray, target: np.ndarray, metric: str | Metric,
                weight: np.ndarray | None = None) -> tuple[list[float], np.ndarray]:
     """Per run: the metric of `pred [runs, rows, T]` against `target [rows, T']` (the
-    real rows only; `weight [rows]` for the graph-mean metrics), and whether it was finite."""
-    if metric in GRAPH_MEAN_METRICS:
+    real rows only; `weight [rows]` for the graph-mean metrics), and whether it was finite.
+    A custom host `Metric` is called with a mask of all True and must return a scalar."""
+    metric = metric_key(metric)
+    if isinstance(metric, Metric):
+        everyone = np.ones(len(target), bool)
+        fn = functools.partial(_host_score, metric, mask=everyone)
+    elif metric in GRAPH_MEAN_METRICS:
         fn = functools.partial(GRAPH_MEAN_METRICS[metric][0], weight=weight)
     else:
         fn = METRIC_FNS[metric][0]
     finite = np.asarray([np.all(np.isfinite(p)) for p in pred])
     return [fn(pred[r], target) if finite[r] else math.nan for r in range(len(pred))], finite
+
+
+def _host_score(metric: Metric, pred: np.ndarray, target: np.ndarray, mask: np.ndarray
+                ) -> float:
+    return as_scalar(metric, metric.fn(pred, target, mask))
+
+
+@functools.lru_cache(maxsize=16)
+def device_scores(metric: Metric):
+    """Jitted `(pred [steps, runs, rows, T], target [steps, rows, T'], mask [steps, rows])
+    -> (values [runs], finite [runs])`: a device `Metric` of each run over every row of the
+    stacked batches (padding rows zeroed, `mask` False), only on real rows' finiteness."""
+    return jax.jit(functools.partial(reduce_scores, metric))
+
+
+def reduce_scores(metric: Metric, pred, target, mask):
+    """`device_scores`, traceable (the device pipeline calls it inside its evaluation)."""
+    runs = pred.shape[1]
+    pred = jnp.moveaxis(pred, 1, 0).reshape(runs, -1, pred.shape[-1])
+    target, mask = target.reshape(-1, target.shape[-1]), mask.reshape(-1).astype(bool)
+    finite = jnp.all(jnp.isfinite(pred) | ~mask[None, :, None], axis=(1, 2))
+    pred = jnp.where(mask[None, :, None], pred, jnp.zeros((), pred.dtype))
+    values = jax.vmap(metric.fn, in_axes=(0, None, None))(pred, target, mask)
+    return jnp.reshape(values, (runs,)), finite
+
+
+def finish_scores(values, finite) -> tuple[list[float], np.ndarray]:
+    """Per run: `device_scores`' values as floats, NaN where predictions were not finite."""
+    finite = np.asarray(finite)
+    return [float(v) if ok else math.nan for v, ok in zip(np.asarray(values, np.float64),
+                                                          finite, strict=True)], finite
 
 
 # Metrics the device pipeline reduces on the device (sums of errors, never the predictions

@@ -36,6 +36,7 @@ from swan_jax.train._config import (
 from swan_jax.train._epoch import divergence_message, loss_divergence
 from swan_jax.train._evaluate import metric_mode
 from swan_jax.train._folder import ProgramFolder, fingerprint
+from swan_jax.train._metric import Metric, check_output
 from swan_jax.train._optim import (
     epoch_learning_rates,
     init_plateau,
@@ -43,7 +44,7 @@ from swan_jax.train._optim import (
     step_plateau,
 )
 from swan_jax.train._pipeline import Setup, choose_pipeline
-from swan_jax.train._placement import Placement
+from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
 from swan_jax.train._splits import Split, prepare_splits
 from swan_jax.train._state import (
@@ -138,6 +139,7 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
                          f"{cfg.max_params:,}; shrink it or pass allow_more_params")
+    _check_metric(prog, shapes[0])
     if cfg.check_memory:
         step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
         estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
@@ -148,6 +150,23 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
     prog.hp = prog.place.state(prog.hp)
     prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
+
+
+def _check_metric(prog: _Program, params) -> None:
+    """A caller's `Metric` tried on the first training batch's shapes (one run's
+    predictions, by `jax.eval_shape`) before anything compiles."""
+    metric = prog.setup.metric
+    if not isinstance(metric, Metric):
+        return
+
+    def one(tree):
+        return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype),
+                                      tree)
+
+    pred = jax.eval_shape(lambda p, h: prog.model_fn(h).apply(p, prog.example.graph),
+                          one(params), one(prog.hp))
+    target, mask = batch_targets(prog.example, prog.cfg.task_level, split_mask=prog.split_mask)
+    check_output(metric, pred, np.asarray(target), np.asarray(mask))
 
 
 def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState, int]:

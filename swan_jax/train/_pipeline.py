@@ -5,8 +5,9 @@ host only shuffles graph ids and packs them into budgets (`[steps, n_graph - 1]`
 epoch), and an epoch is a few jitted calls, each a `lax.scan` over up to `MAX_CHUNK` steps
 that gathers its batch on the device and trains on it. Losses stay on the device until
 the epoch ends. Evaluating a split is one call: a scan over its fixed batches that reduces
-the metric on the device where it can (`DEVICE_METRICS`) and otherwise returns the
-predictions once.
+the metric on the device where it can (`DEVICE_METRICS`, or a caller's `Metric` with
+`on_device=True`, applied to the split's stacked predictions in the same call) and
+otherwise returns the predictions once.
 
 `HostPipeline` builds batches with NumPy as before, but in a background thread that also
 copies them to the device, two steps ahead of the step that runs (double buffering). It
@@ -39,10 +40,14 @@ from swan_jax.data.device import (
 from swan_jax.train._evaluate import (
     DEVICE_METRICS,
     evaluate,
+    finish_scores,
     finish_sums,
+    metric_key,
     metric_sums,
+    reduce_scores,
     score_runs,
 )
+from swan_jax.train._metric import Metric
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._state import RunState
 
@@ -54,11 +59,12 @@ class Setup:
     """What both pipelines need: the splits, the budget and the step and prediction."""
 
     def __init__(self, data: Mapping[str, GraphDataset], batch_size: int, budget: Budget,
-                 place: Placement, step_fn: Callable, predict_fn: Callable, *, metric: str,
-                 level: str, split_mask: bool, data_seed: int):
+                 place: Placement, step_fn: Callable, predict_fn: Callable, *,
+                 metric: str | Metric, level: str, split_mask: bool, data_seed: int):
         self.data, self.batch_size, self.budget, self.place = data, batch_size, budget, place
         self.step_fn, self.predict_fn = step_fn, predict_fn
-        self.metric, self.level, self.split_mask = metric, level, split_mask
+        # a built-in by name (its own code path), a caller's `Metric` as itself
+        self.metric, self.level, self.split_mask = metric_key(metric), level, split_mask
         self.data_seed = data_seed
 
     def rng(self, epoch: int) -> np.random.Generator:
@@ -110,9 +116,16 @@ class DevicePipeline:
         # Nothing is donated: the state of the last completed epoch must survive a Ctrl-C
         # inside the next one (the loop saves it); parameters are small next to a batch.
         self._train = jax.jit(functools.partial(_train_chunk, setup.step_fn, setup.budget))
-        self._eval = jax.jit(functools.partial(
-            _eval_split, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
-            setup.metric if setup.metric in DEVICE_METRICS else None))
+        metric = setup.metric
+        self.device_metric = isinstance(metric, Metric) and metric.on_device
+        if self.device_metric:
+            self._eval = jax.jit(functools.partial(
+                _eval_scores, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
+                metric))
+        else:
+            self._eval = jax.jit(functools.partial(
+                _eval_split, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
+                metric if metric in DEVICE_METRICS else None))
 
     def epoch_ids(self, epoch: int) -> np.ndarray:
         if epoch not in self._ids:
@@ -146,6 +159,8 @@ class DevicePipeline:
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
         out = self._eval(params, hp, self.placed[split], *self.eval_ids[split])
+        if self.device_metric:
+            return finish_scores(*out)
         if self.setup.metric in DEVICE_METRICS:
             numerator, denominator, finite = (np.asarray(x) for x in out)
             return finish_sums(numerator.sum(0), denominator.sum(), finite.all(0),
@@ -214,6 +229,15 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
         return None, jax.lax.cond(step[1], one, skip, step[0])
 
     return jax.lax.scan(body, None, (ids, real))[1]
+
+
+def _eval_scores(predict_fn, budget: Budget, level: str, split_mask: bool, metric: Metric,
+                 params, hp, data: DeviceData, ids, real):
+    """A caller's device `Metric` over a split: `(values [runs], finite [runs])`, reduced
+    from the scan's predictions where they are (padding steps masked out)."""
+    pred, target, mask = _eval_split(predict_fn, budget, level, split_mask, None, params, hp,
+                                     data, ids, real)
+    return reduce_scores(metric, pred, target, mask)
 
 
 class HostPipeline:
