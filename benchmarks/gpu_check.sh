@@ -1,22 +1,20 @@
 #!/usr/bin/env bash
-# GPU check for swan-jax: benchmark 1 (segment and gather paths; swan, swan-learn, gcn),
-# 4 vmapped seeds against 1, the epoch anatomy of both pipelines, the authors' PyTorch
-# reference on the same GPU (when torch is there and .gpu_ref/swan.py was carried), and a
-# Peptides-func SWAN training run for the minutes left, resumable across separate runs.
-# At most 8 minutes on one H100 / H200 without network.
+# The maintainers' GPU benchmark of swan-jax. (Is your GPU used at all? `make gpu-check`.)
+# Benchmark 1 (segment and gather paths; swan, swan-learn, gcn), 4 vmapped seeds against 1,
+# the epoch anatomy of both pipelines, the authors' PyTorch reference on the same GPU (when
+# torch is installed and .gpu_ref/swan.py exists), and a Peptides-func SWAN training run for
+# the minutes left, resumable across separate runs. At most 8 minutes on one H100 / H200.
 #
-# Before (here, in the repository root; .whl, .gpu_data, .gpu_state are git-ignored):
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
-#       -d .whl rdkit==2026.9.1 jraph==0.0.6.dev0
-#   mkdir -p .gpu_data .gpu_state .gpu_ref && cp -r ../shared/data/peptides-functional \
-#       ../shared/data/tolokers .gpu_data/
-#   git --git-dir=PATH/gravins+SWAN/repo show \
-#       HEAD:graph_property_prediction/models/swan.py > .gpu_ref/swan.py
-# Run (device tool): command "bash benchmarks/gpu_check.sh",
-#   carry [".whl", ".gpu_data", ".gpu_state", ".gpu_ref"], timeout_s 560.
-# After: the figures are $OUT/gpu_check.json; copy $OUT/state.tar into .gpu_state/ to let the
-# next run continue the training where this one stopped.
+#   bash benchmarks/gpu_check.sh            # figures in $OUT/gpu_check.json (runs/gpu_check)
+#
+# It needs no network. Optional inputs, all git-ignored, in the repository root:
+#   .whl/       wheels of packages the GPU machine's Python lacks (jraph, rdkit), e.g.
+#               pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
+#                   rdkit==2026.9.1 jraph==0.0.6.dev0
+#   .gpu_data/  the raw data (peptides-functional, tolokers), e.g. copied from ../shared/data
+#   .gpu_ref/   the authors' model file: graph_property_prediction/models/swan.py of
+#               gravins/SWAN, for the PyTorch reference
+#   .gpu_state/ state.tar of an earlier run ($OUT/state.tar), to continue its training
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
 # (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_MINUTES sets the budget, default 7).
 set -euo pipefail

@@ -120,6 +120,12 @@ def test_plain_graph_round_trips_and_prepared_graphs_serve_encoders_and_readouts
 
 
 jit_slot_operators = jax.jit(sj.slot_operators, static_argnums=(1, 3))
+# Compiled once per graph shape: op by op, every small operation of a kernel compiles on
+# its own (hundreds of tiny programs per test, most of its time).
+jit_densify = jax.jit(gather.densify)
+jit_edge_operators = jax.jit(sj.edge_operators, static_argnums=(1, 2),
+                             static_argnames=("dtype",))
+jit_dense_operator = jax.jit(sj.dense_operator, static_argnums=2)
 
 
 def slot_ops(pg, adjacency, learned: bool, dtype=jnp.float64):
@@ -155,13 +161,12 @@ def test_densified_operators_equal_the_edge_operators_exactly(adjacency, x64):
         for width in WIDTHS:
             pg = jax.tree_util.tree_map(jnp.asarray, prepared(graph, width))
             ops = jit_slot_operators(pg, adjacency, None, jnp.float64)
-            edge = sj.edge_operators(graph, n, adjacency, dtype=jnp.float64)
-            a_hat = np.asarray(sj.dense_operator(graph, edge.w_hat, n))
-            a_tilde = np.asarray(sj.dense_operator(graph, edge.w_tilde, n))
-            assert np.array_equal(np.asarray(gather.densify(pg, ops.phi)), a_hat + a_hat.T)
-            assert np.array_equal(np.asarray(gather.densify(pg, ops.psi)),
-                                  a_tilde - a_tilde.T)
-            assert np.array_equal(np.asarray(gather.densify(pg, ops.hat)), a_hat)
+            edge = jit_edge_operators(graph, n, adjacency, dtype=jnp.float64)
+            a_hat = np.asarray(jit_dense_operator(graph, edge.w_hat, n))
+            a_tilde = np.asarray(jit_dense_operator(graph, edge.w_tilde, n))
+            assert np.array_equal(np.asarray(jit_densify(pg, ops.phi)), a_hat + a_hat.T)
+            assert np.array_equal(np.asarray(jit_densify(pg, ops.psi)), a_tilde - a_tilde.T)
+            assert np.array_equal(np.asarray(jit_densify(pg, ops.hat)), a_hat)
 
 
 # --- the same numbers as the segment-sum path --------------------------------------
@@ -302,7 +307,8 @@ def test_values_only_gradient_path(x64):
     def loss(m, g):
         return jnp.sum(sj.solve({**params, **m}, g, jax.lax.stop_gradient(x0), cfg) ** 2)
 
-    assert_close(jax.grad(loss)(mlp, pg), jax.grad(loss)(mlp, graph))
+    grad = jax.jit(jax.grad(loss))  # compiled once per layout, not op by op
+    assert_close(grad(mlp, pg), grad(mlp, graph))
 
 
 # --- baselines ---------------------------------------------------------------------
@@ -462,7 +468,7 @@ def test_a_peptides_batch_gives_the_same_model_gradient_on_both_paths(variant, t
     cfg = sj.SWANConfig(variant=variant, num_layers=3, epsilon=0.5)
     model = sj.Model(AtomEncoder(16), sj.SWANBlock(cfg), sj.GraphReadout((8, 10),
                                                                           pooling=("mean",)))
-    params = model.init(jax.random.PRNGKey(0), batch.graph)
+    params = jax.jit(model.init)(jax.random.PRNGKey(0), batch.graph)  # not op by op
     params = jax.tree_util.tree_map(lambda p: p.astype(jnp.float64), params)
 
     @jax.jit
