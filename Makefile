@@ -37,7 +37,7 @@ test: install $(TEST_TOOLS)
 	$(PY) -m pytest -q -n 2 tests
 
 lint: install
-	$(VENV)/bin/ruff check swan_jax experiments tests benchmarks
+	$(VENV)/bin/ruff check swan_jax reproduce experiments tests benchmarks
 
 # The documentation, offline, into docs/_build/ (git-ignored; open docs/_build/index.html):
 # the API reference of the public package (pdoc), the notebooks executed to HTML the way the
@@ -102,10 +102,11 @@ RESULTS ?= results
 curves: install
 	$(PY) -m swan_jax.experiments.curves $(RESULTS)
 
-# RESULTS.md (and reproductions/figures/) from the committed reproductions/ only. Add a
-# finished or partial run first: python -m swan_jax.experiments.results collect results/transfer
+# RESULTS.md (and reproductions/figures/) from the committed reproductions/ only, by the
+# repository's own tooling reproduce/ (not installed). Add a finished or partial run
+# first: python -m reproduce.results collect results/transfer
 results: install
-	$(PY) -m swan_jax.experiments.results render
+	$(PY) -m reproduce.results render
 
 # The reproduction campaign (reproductions/campaign/plan.toml): trains the plan's cells in
 # order for BUDGET minutes (default 8 on a GPU, 60 on a CPU), stops after a checkpoint,
@@ -114,7 +115,7 @@ results: install
 BUDGET ?=
 CAMPAIGN_FLAGS ?=
 campaign: install
-	$(PY) -m swan_jax.experiments.campaign run $(if $(BUDGET),--budget-minutes $(BUDGET)) \
+	$(PY) -m reproduce.campaign run $(if $(BUDGET),--budget-minutes $(BUDGET)) \
 		$(CAMPAIGN_FLAGS)
 
 clean:

@@ -17,11 +17,17 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from swan_jax.io import OutputWriteError, failure_reason
+from swan_jax.io import RESUME, OutputWriteError, failure_reason
+from swan_jax.settings import HINT, Hint, HintedError
+
+# What a checkpoint fault suggests, by setting (a command line spells them as its flags).
+OTHER_DIR = Hint("checkpoint_dir", None)
+OVERWRITE = Hint("overwrite", True)
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written or read (one line: the folder, what to do)."""
+class CheckpointError(HintedError, RuntimeError):
+    """A checkpoint could not be written or read (one line: the folder, what to do; its
+    hints name the settings that help: `resume`, `overwrite`, `checkpoint_dir`)."""
 
 
 class CheckpointWriteError(CheckpointError, OutputWriteError):
@@ -80,14 +86,15 @@ class CheckpointStore:
         except Exception as err:  # noqa: BLE001 - orbax wraps OS errors in ValueError
             self._discard_partial(epoch)
             kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
-            resume = (f"--resume continues from epoch {max(kept)}, kept in "
-                      f"{self.directory / str(max(kept))}" if kept else
-                      "no earlier checkpoint is kept, so the program starts again")
+            resume = (Hint("resume", True, f"{{switch}} continues from epoch {max(kept)}, "
+                                           f"kept in {self.directory / str(max(kept))}")
+                      if kept else None)
             raise CheckpointWriteError(
                 f"could not write the checkpoint of epoch {epoch} to "
                 f"{self.directory / str(epoch)} ({failure_reason(err)}): free space there "
-                f"(or choose another --checkpoint-dir) and run the same command again; "
-                f"{resume}") from None
+                f"(or choose another {HINT}) and run the same command again; "
+                + (HINT if kept else "no earlier checkpoint is kept, so the program starts "
+                                     "again"), OTHER_DIR, resume) from None
 
     def _discard_partial(self, epoch: int) -> None:
         """Remove orbax's temporary folder of a failed save (it holds the space we need)."""
@@ -128,7 +135,8 @@ def _readable(directory: Path, epoch: int, steps) -> Iterator[None]:
         raise CheckpointUnreadable(
             f"the checkpoint {directory / str(epoch)} cannot be read "
             f"({failure_reason(err)}); it is truncated or corrupt: {instead}, or pass "
-            f"--overwrite (without --resume) to start the program again") from None
+            f"{HINT} (without {HINT}) to start the program again", OVERWRITE,
+            RESUME) from None
 
 
 def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_params",

@@ -3,7 +3,9 @@
 Every results file is written to a temporary sibling and renamed into place, so a run cut
 short never leaves half a file. `check_output_dir` is what every experiment calls on its
 output folders before the first training step: a path that is a file, or a folder that
-cannot be created or written, is refused with one line naming the flag.
+cannot be created or written, is refused with one line naming the flag. The errors of a
+write name the setting that helps (`resume`, `overwrite`) as a `settings.Hint`; a
+command line spells it as its flag.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from swan_jax.settings import HINT, Hint, HintedError
+
+# What the errors of a write suggest: run again resuming; replace the file.
+RESUME = Hint("resume", True)
+OVERWRITE = Hint("overwrite", True, "pass {switch} to replace it")
 
 
 def json_default(value: Any):
@@ -62,14 +70,14 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             tmp.unlink()
         raise OutputWriteError(f"could not write {path} ({failure_reason(err)}): free space "
                                f"there or choose another folder, then run the same command "
-                               f"again with --resume") from None
+                               f"again with {HINT}", RESUME) from None
 
 
 def save_json_atomic(path: str | Path, payload: Any, overwrite: bool = False) -> None:
     """Write JSON via a temporary file and a rename; refuse to replace unless `overwrite`."""
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass --overwrite to replace it")
+        raise OutputExists(f"{path} exists; {HINT}", OVERWRITE)
     write_text_atomic(path, json.dumps(payload, indent=2, default=json_default))
 
 
@@ -97,6 +105,10 @@ class OutputPathError(ValueError):
     """An output folder (results, checkpoints, cache) is a file or cannot be written."""
 
 
-class OutputWriteError(RuntimeError):
+class OutputWriteError(HintedError, RuntimeError):
     """A file a run writes could not be written (a full disk, a quota, an I/O error); the
-    message is one line naming the file and what to do."""
+    message is one line naming the file and what to do (its hint: `resume=True`)."""
+
+
+class OutputExists(HintedError, FileExistsError):
+    """A results file exists and may not be replaced (its hint: `overwrite=True`)."""

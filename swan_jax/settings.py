@@ -7,7 +7,9 @@ say where things go, or is it set by the code that trains). `check(name, value, 
 spec)` is the one validation of a value, whatever its source (a TOML scalar, a `[grid]`
 list, a command-line flag, a default); it raises `SettingError`, which carries the
 setting, the value and what is wrong, and names no command-line flag (the command layer
-does that).
+does that). Any other library error that a setting fixes is a `HintedError`: its `Hint`s
+name the setting and the value that helps (`resume=True`), which a command line spells
+as its flag (`--resume`).
 
     @dataclasses.dataclass(frozen=True)
     class Options:
@@ -25,6 +27,7 @@ import math
 import numbers
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,72 @@ class SettingError(ValueError):
         names_itself = self.setting and self.problem.startswith(f"{self.setting} ")
         text = join(subject, self.problem) if subject and not names_itself else self.problem
         return f"{self.where}: {text}" if self.where else text
+
+
+# How a setting set to a value is written in advice: (setting, value or None) -> text, or
+# None when the reader has no way to set it (then the library's keyword is written).
+Spelling = Callable[[str, Any], "str | None"]
+HINT = "{hint}"  # where a message places a hint's sentence
+
+
+def keyword(setting: str, value: Any = None) -> str:
+    """The library's spelling: `skip_bad_rows=True` (a setting and its value), or the
+    setting's name alone (`hidden`) when no value is suggested."""
+    return setting if value is None else f"{setting}={value!r}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hint:
+    """What changes an error's outcome: set `setting` to `value` (None: the setting alone).
+
+    `text` is the sentence, with `{switch}` where the setting is named: "pass {switch} to
+    skip such rows" reads "pass skip_bad_rows=True to skip such rows" from the library
+    and "pass --skip-bad-rows to skip such rows" from a command line.
+    """
+
+    setting: str
+    value: Any
+    text: str = "{switch}"
+
+    @property
+    def switch(self) -> str:
+        return keyword(self.setting, self.value)
+
+    def render(self, spell: Spelling = keyword) -> str:
+        word = spell(self.setting, self.value) or self.switch
+        return self.text.replace("{switch}", word)
+
+
+class HintedError(Exception):
+    """An error whose message names settings only through `Hint`s, never as flags.
+
+    `template` holds `HINT` (`"{hint}"`) where each hint's sentence goes, in order; a
+    hint without a place follows the message in parentheses. `str(err)` writes the
+    settings the library's way (`resume=True`); a command line renders the same error
+    with `err.render(spell)`, `spell(setting, value)` giving its flag (`--resume`).
+    """
+
+    def __init__(self, message: str, *hints: Hint | None) -> None:
+        self.template = message
+        self.hints = tuple(h for h in hints if h is not None)
+        super().__init__(self.render())
+
+    def __str__(self) -> str:
+        return self.render()
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The settings the hints name, in order."""
+        return tuple(h.setting for h in self.hints)
+
+    def render(self, spell: Spelling = keyword) -> str:
+        """The message, each hint's setting written by `spell` (a command line: its flag)."""
+        texts = [h.render(spell) for h in self.hints]
+        parts = self.template.split(HINT, len(texts))
+        # fewer places than hints: the rest follow in parentheses
+        out = parts[0] + "".join(text + part
+                                 for text, part in zip(texts, parts[1:], strict=False))
+        return out + "".join(f" ({text})" for text in texts[len(parts) - 1:])
 
 
 def did_you_mean(value: Any, valid: typing.Iterable[str]) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 from swan_jax.config import SWANConfig
 from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
 from swan_jax.graph import gather, is_traced, traced_checks
-from swan_jax.settings import check_fields, setting
+from swan_jax.settings import Spelling, check_fields, setting
 
 Array = jax.Array
 
@@ -94,11 +94,8 @@ def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> Non
         f"fewer nodes per batch")
 
 
-# How a setting (and a suggested value) is written in advice: (setting, value or None) ->
-# text, or None where the reader has no way to set it (that advice is then left out).
-Spelling = Callable[[str, Any], "str | None"]
-
-
+# How a setting (and a suggested value) is written in advice: `settings.Spelling`; a
+# spelling that cannot name a setting (None) leaves that advice out.
 def python_spelling(setting: str, value: Any = None) -> str:
     """The library's words: a setting by its keyword (`rtol`), a suggested value alone
     (`'kvaerno5'`, after a noun such as "a stiff solver such as")."""

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from swan_jax.experiments.campaign import bundle, gather, loop, plan
-from swan_jax.experiments.campaign.defaults import HEADER, default_entries
-from swan_jax.experiments.campaign.runner import Deadline, cell_config
+from reproduce.campaign import bundle, gather, loop, plan
+from reproduce.campaign.defaults import HEADER, default_entries
+from reproduce.campaign.runner import Deadline, cell_config
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {"sizes": [16, 8, 8], "hidden": 8, "seeds": [0, 1], "epochs": 6, "patience": "none",
@@ -178,7 +178,7 @@ def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path
 
 
 def test_command_line_refusals_are_one_line(tmp_path, capsys):
-    from swan_jax.experiments.campaign.__main__ import main
+    from reproduce.campaign.__main__ import main
 
     with pytest.raises(SystemExit, match="--budget-minutes must be > 0"):
         main(["run", "--budget-minutes", "0"])

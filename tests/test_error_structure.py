@@ -127,13 +127,83 @@ def test_a_hint_placed_inside_the_message_and_a_false_switch():
     assert str(down).endswith("(put the file there by hand; download=False never downloads)")
 
 
+# ------------------------------------------- output, checkpoint and memory errors
+
+
+def test_a_results_file_that_exists_names_overwrite_as_a_setting(tmp_path):
+    from swan_jax import io
+
+    io.save_json_atomic(tmp_path / "r.json", {})
+    with pytest.raises(FileExistsError) as err:
+        io.save_json_atomic(tmp_path / "r.json", {})
+    assert isinstance(err.value, io.OutputExists) and err.value.settings == ("overwrite",)
+    assert str(err.value) == f"{tmp_path / 'r.json'} exists; pass overwrite=True to replace it"
+    assert command.error_message(transfer.EXPERIMENT, err.value) == (
+        f"{tmp_path / 'r.json'} exists; pass --overwrite to replace it")
+
+
+def test_a_folders_checkpoints_name_resume_as_a_setting(tmp_path):
+    from swan_jax.train import CheckpointConflict, TrainConfig
+    from swan_jax.train._folder import DROP_RESUME, ProgramFolder
+
+    folder = ProgramFolder(TrainConfig(checkpoint_dir=str(tmp_path)), "abc")
+    folder.latest_epoch = lambda: 3  # a folder that holds checkpoints
+    with pytest.raises(ValueError) as err:
+        folder.check_fresh()
+    assert isinstance(err.value, CheckpointConflict) and err.value.settings == ("resume",)
+    assert str(err.value) == (f"{tmp_path} already holds checkpoints: pass resume=True to "
+                              f"continue, or choose another directory")
+    assert command.error_message(lrgb.EXPERIMENT, err.value) == (
+        f"{tmp_path} already holds checkpoints: pass --resume to continue, or choose another "
+        f"directory")
+    other = CheckpointConflict(f"checkpoint in {tmp_path} belongs to another configuration; "
+                               f"use a fresh directory or {HINT}", DROP_RESUME)
+    assert str(other).endswith("use a fresh directory or drop resume=True")
+    assert command.error_message(lrgb.EXPERIMENT, other).endswith(
+        "use a fresh directory or drop --resume")
+
+
+def test_a_step_too_large_names_batch_size_and_hidden_as_settings():
+    from swan_jax.train import StepTooLarge
+    from swan_jax.train._memory import check_step_memory
+
+    with pytest.raises(StepTooLarge) as fits:
+        check_step_memory(10 * 2**30, 2**30, 64, "64 graphs")
+    assert fits.value.settings == ("batch_size", "batch_size")
+    assert str(fits.value) == ("a training step needs about 10.0 GiB (batch budget 64 graphs, "
+                               "batch_size=64) but only 1.0 GiB are free; batch_size=5 should "
+                               "fit")
+    assert command.error_message(transfer.EXPERIMENT, fits.value) == (
+        "a training step needs about 10.0 GiB (batch budget 64 graphs, --batch-size 64) but "
+        "only 1.0 GiB are free; --batch-size 5 should fit")
+    with pytest.raises(StepTooLarge) as smaller:
+        check_step_memory(10 * 2**30, 2**30, 1, "1 graph")
+    assert str(smaller.value).endswith("are free; lower hidden or the number of runs (seeds "
+                                       "x grid points)")
+    assert command.error_message(transfer.EXPERIMENT, smaller.value).endswith(
+        "are free; lower --hidden or the number of runs (seeds x grid points)")
+
+
+def test_a_hinted_error_places_its_hints_in_order_and_the_rest_after():
+    from swan_jax.settings import Hint, HintedError
+
+    err = HintedError(f"a {HINT} b {HINT} c", Hint("x", 1), Hint("y", None, "no {switch}"),
+                      Hint("z", True, "pass {switch}"))
+    assert str(err) == "a x=1 b no y c (pass z=True)"
+    assert err.render(lambda s, v: f"--{s}") == "a --x b no --y c (pass --z)"
+    # A reader that cannot name a setting gets the library's keyword.
+    assert err.render(lambda s, v: None if s == "x" else f"--{s}") == \
+        "a x=1 b no --y c (pass --z)"
+    assert str(HintedError("plain")) == "plain" and HintedError("plain").settings == ()
+
+
 # ------------------------------------------------- no flag text in library raise sites
 
-LIBRARY = ("solvers.py", "data", "io.py", "train/_folder.py", "train/_memory.py",
-           "export.py", "field.py", "models.py", "graph")
-# Raise sites that still name a flag (--resume, --overwrite, --batch-size): messages the
-# command line prints as they are; to give structured hints like the data errors'.
-PENDING_FLAG_TEXT = {"io.py": 2, "train/_folder.py": 2, "train/_memory.py": 3}
+LIBRARY = ("solvers.py", "data", "io.py", "checkpoint.py", "train", "export.py", "field.py",
+           "models.py", "graph", "settings.py")
+# Raise sites that still name a flag: none (io, train and checkpoint errors carry a
+# `settings.Hint` since issue 21, the command layer spells it).
+PENDING_FLAG_TEXT: dict[str, int] = {}
 
 
 def _raise_texts(path: Path) -> list[tuple[int, str]]:
@@ -156,7 +226,7 @@ def test_no_library_raise_site_names_a_flag():
             if FLAG.search(text):
                 found.setdefault(str(p.relative_to(PACKAGE)), []).append(text)
     counts = {name: len(texts) for name, texts in found.items()}
-    assert counts == PENDING_FLAG_TEXT, f"library errors naming command-line flags: {found}"
+    assert counts == PENDING_FLAG_TEXT == {}, f"library errors naming command-line flags: {found}"
 
 
 def test_the_scan_would_catch_a_flag_in_a_raise(tmp_path):

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from swan_jax.experiments import locks, report, sweep, transfer
+from swan_jax.experiments import command, locks, report, sweep, transfer
 from tests.test_run_failures import TINY_TRANSFER, exits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +150,13 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_last_checkpoi
     with pytest.raises(CheckpointWriteError) as err:
         store.save(3, _state(3.0), {"epoch": 3})
     folder = tmp_path / "ck"
+    # The library names settings; the command line spells them as its flags.
+    assert err.value.settings == ("checkpoint_dir", "resume")
     assert str(err.value) == (
+        f"could not write the checkpoint of epoch 3 to {folder / '3'} (No space left on "
+        f"device): free space there (or choose another checkpoint_dir) and run the same "
+        f"command again; resume=True continues from epoch 2, kept in {folder / '2'}")
+    assert command.error_message(transfer.EXPERIMENT, err.value) == (
         f"could not write the checkpoint of epoch 3 to {folder / '3'} (No space left on "
         f"device): free space there (or choose another --checkpoint-dir) and run the same "
         f"command again; --resume continues from epoch 2, kept in {folder / '2'}")
@@ -179,12 +185,14 @@ def test_a_corrupt_checkpoint_is_one_line_naming_it_and_the_one_before(tmp_path,
     capfd.readouterr()
     with pytest.raises(CheckpointUnreadable) as err:
         store.restore(_state(0.0))
-    message = str(err.value)
+    message = command.error_message(transfer.EXPERIMENT, err.value)  # the command line's
     assert "\n" not in message
     assert re.fullmatch(
         rf"the checkpoint {re.escape(str(tmp_path / 'ck' / '2'))} cannot be read \(.+\); it "
         r"is truncated or corrupt: delete that folder to resume from epoch 1, or pass "
         r"--overwrite \(without --resume\) to start the program again", message), message
+    assert str(err.value).endswith("or pass overwrite=True (without resume=True) to start "
+                                   "the program again")
     store.close()
     assert "Traceback" not in capfd.readouterr().err
     with pytest.raises(CheckpointUnreadable, match="cannot be read"):
@@ -255,7 +263,10 @@ def test_a_results_file_that_cannot_be_written_names_it(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert str(err.value) == (f"could not write {tmp_path / 'table.md'} (No space left on "
                               f"device): free space there or choose another folder, then run "
-                              f"the same command again with --resume")
+                              f"the same command again with resume=True")
+    assert command.error_message(transfer.EXPERIMENT, err.value) == (
+        f"could not write {tmp_path / 'table.md'} (No space left on device): free space "
+        f"there or choose another folder, then run the same command again with --resume")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -81,3 +81,35 @@ def test_console_scripts_exist():
                           text=True)
     assert done.returncode == 0, done.stderr
     assert {"swan-predict", "swan-results", "swan-lrgb"} <= set(targets)
+
+
+def _writes_results_md(path: Path) -> bool:
+    """A module whose code (docstrings aside) names RESULTS.md: the renderer's mark (its
+    header, its default output path)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+               and "RESULTS.md" in c.value and id(c) not in docstrings
+               for c in ast.walk(tree))
+
+
+def test_the_wheel_holds_no_results_md_renderer():
+    """The packages a wheel holds are setuptools' discovery under pyproject's
+    `[tool.setuptools.packages.find]` (what `pip wheel` runs; building one here would need
+    setuptools >= 77 from the network): swan_jax's only, and none renders RESULTS.md; the
+    renderer is the repository's `reproduce/`, which the same check finds."""
+    import setuptools
+
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    shipped = setuptools.find_packages(where=str(ROOT), **find)
+    assert {"swan_jax", "swan_jax.experiments", "swan_jax.graph"} <= set(shipped)
+    assert [p for p in shipped if p.split(".")[0] != "swan_jax"] == []
+    modules = [m for p in shipped for m in (ROOT / p.replace(".", "/")).glob("*.py")]
+    assert [m for m in modules if _writes_results_md(m)] == []
+    tool = sorted((ROOT / "reproduce").rglob("*.py"))
+    assert ROOT / "reproduce" / "results" / "render.py" in [m for m in tool
+                                                            if _writes_results_md(m)]

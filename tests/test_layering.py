@@ -14,6 +14,8 @@ import networkx as nx
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "swan_jax"
+# This repository's tooling (RESULTS.md, the campaign): imports swan_jax, never imported by it.
+REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
@@ -162,6 +164,34 @@ def test_nothing_imports_the_moved_modules():
              if name not in SHIMS and name not in PENDING_SHIM_IMPORTS}
     users = {name: targets for name, targets in users.items() if targets}
     assert users == {}, f"import swan_jax.graph instead of the old modules: {users}"
+
+
+def _absolute_imports(tree: ast.Module) -> set[str]:
+    """Every absolute module name a tree's import statements name (relative ones are
+    inside swan_jax by construction)."""
+    return {name for node in ast.walk(tree)
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom)
+                         and not node.level else [])}
+
+
+def test_nothing_under_swan_jax_imports_the_repository_tool():
+    """The installed package stands alone: the RESULTS.md renderer and the campaign live
+    in the repository's `reproduce/` (not shipped); they import swan_jax, never the reverse."""
+    users = {name: sorted(m for m in _absolute_imports(tree) if _within(m, (REPO_TOOL,)))
+             for name, tree in _modules().items()}
+    users = {name: found for name, found in users.items() if found}
+    assert users == {}, f"swan_jax imports the repository tool {REPO_TOOL}/: {users}"
+
+
+def test_the_repository_tool_check_would_catch_an_import():
+    tree = ast.parse("def f():\n    from reproduce.results import render\n"
+                     "import reproduce.campaign, os\n")
+    assert {m for m in _absolute_imports(tree) if _within(m, (REPO_TOOL,))} == {
+        "reproduce.results", "reproduce.campaign"}
+    tool = PACKAGE.parent / REPO_TOOL
+    assert any(_within(m, ("swan_jax",)) for p in tool.rglob("*.py")
+               for m in _absolute_imports(ast.parse(p.read_text())))
 
 
 def _names(node: ast.AST) -> set[str]:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from swan_jax.experiments import results as results_cli
-from swan_jax.experiments.results_md import (
+from reproduce.results import (
     CollectRefused,
     ReproductionsError,
     collect,
     compare,
     render,
 )
+from reproduce.results import __main__ as results_cli
 
 REPO = Path(__file__).resolve().parents[1]
 MACHINE = {"machine": "Linux-test", "processor": "", "device": "cpu:0", "jax": "0.10.2",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -282,9 +283,14 @@ def test_a_step_that_cannot_fit_in_free_memory_is_refused_before_compiling(monke
     monkeypatch.setattr(_memory, "free_memory_bytes", lambda: 20_000)
     with CompileCounter() as counter:
         with pytest.raises(StepTooLarge, match=r"a training step needs about [\d.]+ GiB \(batch "
-                                               r"budget .*, --batch-size 16\) but only [\d.]+ "
-                                               r"GiB are free; --batch-size \d+ should fit"):
+                                               r"budget .*, batch_size=16\) but only [\d.]+ "
+                                               r"GiB are free; batch_size=\d+ should fit") as err:
             train(model_fn, data, TrainConfig(epochs=1, batch_size=16, progress=False), GRID)
+    # The command line spells the same settings as its flags.
+    from swan_jax.experiments import command, transfer
+
+    assert re.search(r", --batch-size 16\) but only [\d.]+ GiB are free; --batch-size \d+ "
+                     r"should fit$", command.error_message(transfer.EXPERIMENT, err.value))
     # A fresh process compiles a few eager helpers (placing arrays, dtype conversions) on
     # its first batch; what must not compile is initialisation, the step or prediction.
     # (the device pipeline's step and prediction are `_train_chunk` and `_eval_split`)

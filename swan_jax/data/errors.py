@@ -18,41 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from collections.abc import Callable
-from typing import Any
 
-# How a setting set to a value is written: (setting, value) -> text, or None when the
-# reader has no way to set it (then the keyword is written).
-Spelling = Callable[[str, Any], "str | None"]
-HINT = "{hint}"  # where a message places its hint (else the hint follows in parentheses)
-
-
-def keyword(setting: str, value: Any) -> str:
-    """The library's spelling of a switch: `skip_bad_rows=True`."""
-    return f"{setting}={value!r}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Hint:
-    """What changes a data error's outcome: set `setting` to `value`.
-
-    `text` is the sentence, with `{switch}` where the setting is named: "pass {switch} to
-    skip such rows" reads "pass skip_bad_rows=True to skip such rows" from the library
-    and "pass --skip-bad-rows to skip such rows" from a command line.
-    """
-
-    setting: str
-    value: Any
-    text: str
-
-    @property
-    def switch(self) -> str:
-        return keyword(self.setting, self.value)
-
-    def render(self, spell: Spelling = keyword) -> str:
-        word = spell(self.setting, self.value) or self.switch
-        return self.text.replace("{switch}", word)
-
+# `Hint` and its spelling are the settings layer's (any library error may carry one);
+# re-exported here, where the data errors' users import them.
+from swan_jax.settings import HINT, Hint, HintedError, Spelling, keyword  # noqa: F401
 
 # The behaviour switches of the loaders, with what each one does.
 VERIFY_MD5 = Hint("verify_md5", False, "pass {switch} to use a file of your own")
@@ -62,34 +31,25 @@ DOWNLOADS_OFF = Hint("download", False, "downloads are off: {switch}; without th
                                         "loader fetches such files")
 
 
-class DataError(Exception):
+class DataError(HintedError):
     """Base of every data-layer error; see the module docstring for its attributes.
 
     `message` may hold `HINT` (`"{hint}"`) where the hint's sentence goes; without it, a
-    hint follows the message in parentheses.
+    hint follows the message in parentheses (`settings.HintedError`).
     """
 
     def __init__(self, message: str, *, path=None, hint: Hint | None = None) -> None:
-        self.template = message
         self.path = None if path is None else str(path)
-        self.hint = hint
-        super().__init__(self.render())
+        super().__init__(message, hint)
 
-    def __str__(self) -> str:
-        return self.render()
+    @property
+    def hint(self) -> Hint | None:
+        return self.hints[0] if self.hints else None
 
     @property
     def switch(self) -> str | None:
         """The hint's keyword as an API user passes it (`"verify_md5=False"`), or None."""
         return None if self.hint is None else self.hint.switch
-
-    def render(self, spell: Spelling = keyword) -> str:
-        """The message, its hint's setting written by `spell` (a command line: its flag)."""
-        if self.hint is None:
-            return self.template
-        if HINT in self.template:
-            return self.template.replace(HINT, self.hint.render(spell))
-        return f"{self.template} ({self.hint.render(spell)})"
 
 
 class DataFormatError(DataError, ValueError):

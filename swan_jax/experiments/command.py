@@ -35,9 +35,9 @@ from swan_jax.experiments.config import (
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
-from swan_jax.settings import SettingError
+from swan_jax.settings import HintedError, SettingError
 from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
-from swan_jax.train import StepTooLarge, TrainingInterrupted
+from swan_jax.train import CheckpointConflict, StepTooLarge, TrainingInterrupted
 
 EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
 
@@ -136,14 +136,19 @@ def flag_spelling(exp: Experiment) -> Callable[[str, Any], str | None]:
     return spell
 
 
+def error_message(exp: Experiment, err: BaseException) -> str:
+    """A library error's line, the settings its hints name spelled as this command's
+    flags (`resume=True` -> `--resume`); any other error's own words."""
+    return err.render(flag_spelling(exp)) if isinstance(err, HintedError) else str(err)
+
+
 def data_error_message(exp: Experiment, err: BaseException) -> str | None:
     """One line for a data-layer error (file, row, and the flag that changes it)."""
     from swan_jax.data.errors import DataError
 
     if not isinstance(err, DataError | pickle.UnpicklingError):
         return None
-    text = err.render(flag_spelling(exp)) if isinstance(err, DataError) else str(err)
-    return f"{exp.label} data error: {' '.join(text.split())}"
+    return f"{exp.label} data error: {' '.join(error_message(exp, err).split())}"
 
 
 def _by() -> str:
@@ -177,8 +182,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
                 clear_errors():
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
-            CheckpointError, OutputWriteError, SolverTooLarge) as err:
-        raise SystemExit(str(err)) from None
+            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict) as err:
+        raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None
     except TrainingInterrupted as err:

@@ -1,76 +1,95 @@
-"""RESULTS.md: collect a finished (or partial) run's small files, render the document.
+"""A results folder at a glance: what a sweep found, cell by cell.
 
-    python -m swan_jax.experiments.results collect results/transfer
-    python -m swan_jax.experiments.results collect results/lrgb --as lrgb-peptides-cpu \\
-        --note "2 CPU cores shared with other jobs"
-    python -m swan_jax.experiments.results render          # make results
+    swan-results results/transfer      # one results folder
+    swan-results results               # every results folder below it
 
-`collect` copies `results.json` and `config.toml` of a results folder into
-`reproductions/<experiment>/` (or `--as NAME`), with `collected.json` (source, per-program
-timings, the experiment's notes, programs still in progress) and, for LRGB (or with
-`--history all`), `history.json` (per-epoch curves of the selected runs). It refuses to
-replace committed results by a run that is smaller in any measure (epochs, patience,
-seeds, data, grid points, finished cells or programs) unless `--force`.
-
-`render` writes RESULTS.md and `reproductions/figures/*.png` from `reproductions/` only.
+Reads the `results.json` a `swan-<experiment>` command wrote (it trains and writes
+nothing) and prints, per folder, the experiment, where it was measured, then one line per
+cell: the test metric (mean ± std over the seeds of the best grid point), the seeds, the
+best point and diverged runs; then the cells not run. The table beside the paper is
+`table.md` in the same folder. (This repository's RESULTS.md is built by its own tooling,
+`python -m reproduce.results`, which is not installed.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from swan_jax.experiments.results_md import (
-    CollectRefused,
-    ReproductionsError,
-    collect,
-    render,
-)
-from swan_jax.experiments.results_md.collect import HISTORY_CHOICES, MAX_MB
+RESULTS_FILE = "results.json"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    doc = __doc__.strip().splitlines()
-    p = argparse.ArgumentParser(prog="python -m swan_jax.experiments.results",
-                                description=doc[0], epilog="\n".join(doc[1:]),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("collect", help="copy a results folder's small files into "
-                                       "reproductions/")
-    c.add_argument("source", type=Path, help="a results folder, e.g. results/transfer")
-    c.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    c.add_argument("--as", dest="name", default=None,
-                   help="folder name under reproductions/ (default: the experiment's name)")
-    c.add_argument("--force", action="store_true",
-                   help="replace committed results even by a smaller run")
-    c.add_argument("--history", choices=HISTORY_CHOICES, default="auto",
-                   help="per-epoch curves: auto (LRGB only), all, none")
-    c.add_argument("--note", default=None,
-                   help="a line shown with the run's protocol (e.g. the machine's load)")
-    c.add_argument("--max-mb", type=float, default=MAX_MB,
-                   help=f"largest results.json accepted (default {MAX_MB:g} MB)")
-    r = sub.add_parser("render", help="write RESULTS.md from reproductions/")
-    r.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    r.add_argument("--out", type=Path, default=Path("RESULTS.md"))
-    return p
+class ResultsFolderError(ValueError):
+    """A folder holds no readable `results.json` (one line naming it)."""
+
+
+def results_files(root: str | Path) -> list[Path]:
+    """`root/results.json`, else every `results.json` below `root` (checkpoints skipped)."""
+    root = Path(root)
+    if (root / RESULTS_FILE).is_file():
+        return [root / RESULTS_FILE]
+    found = sorted(p for p in root.rglob(RESULTS_FILE) if "checkpoints" not in p.parts)
+    if not found:
+        raise ResultsFolderError(f"{root} holds no {RESULTS_FILE}: give a folder a "
+                                 f"swan-<experiment> command wrote (its --results-dir, e.g. "
+                                 f"results/transfer)")
+    return found
+
+
+def cell_line(cell: Mapping[str, Any]) -> str:
+    """One cell of `results.json` ("cells", as the sweep summarises them) on one line.
+
+    The cell's axes are the keys before "metric" (the sweep writes the cell first)."""
+    keys = list(cell)
+    axes = keys[:keys.index("metric")] if "metric" in keys else []
+    label = " / ".join(str(cell[a]) for a in axes) or "(one cell)"
+    seeds = cell.get("seeds", [])
+    diverged = sum(bool(d) for d in cell.get("diverged", ()))
+    best = ", ".join(f"{k}={v}" for k, v in (cell.get("best_hparams") or {}).items())
+    line = (f"{label}: test {cell.get('metric', '?')} {cell['test_mean']:.4g} ± "
+            f"{cell['test_std']:.4g} over {len(seeds)} seed(s)" + (f" at {best}" if best else ""))
+    return line + (f"; {diverged} run(s) diverged" if diverged else "")
+
+
+def summarise(path: str | Path) -> list[str]:
+    """The lines `swan-results` prints for one `results.json`."""
+    path = Path(path)
+    try:
+        results = json.loads(path.read_text())
+        cells = list(results.get("cells") or [])
+    except (OSError, ValueError, AttributeError) as err:
+        raise ResultsFolderError(f"{path}: not a results file a sweep wrote "
+                                 f"({type(err).__name__})") from None
+    machine = results.get("machine") or {}
+    where = ", ".join(str(machine[k]) for k in ("device_kind", "date") if machine.get(k))
+    lines = [f"{path.parent}: {results.get('experiment', '?')}, {len(cells)} cell(s)"
+             + (f", measured on {where}" if where else "")]
+    lines += [f"  {cell_line(cell)}" for cell in cells]
+    lines += [f"  not run: {item}" for item in results.get("not_run") or []]
+    table = path.parent / "table.md"
+    if table.is_file():
+        lines.append(f"  table beside the paper: {table}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    doc = __doc__.strip().splitlines()
+    p = argparse.ArgumentParser(prog="swan-results", description=doc[0],
+                                epilog="\n".join(doc[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("folder", type=Path, help="a results folder (e.g. results/transfer), or "
+                                             "a folder above several")
+    args = p.parse_args(argv)
+    if not args.folder.is_dir():
+        p.error(f"{args.folder} is not a folder")
     try:
-        if args.command == "collect":
-            lines = collect(args.source, args.reproductions, name=args.name,
-                            force=args.force, history=args.history, note=args.note,
-                            max_mb=args.max_mb)
-        else:
-            if not args.reproductions.is_dir():
-                raise ReproductionsError(f"{args.reproductions}: no such folder (run from "
-                                         f"the repository root, or pass --reproductions)")
-            lines = render(args.reproductions, args.out)
-    except (CollectRefused, ReproductionsError) as err:
-        raise SystemExit(f"results {args.command}: {err}") from None
+        lines = [line for path in results_files(args.folder) for line in summarise(path)]
+    except ResultsFolderError as err:
+        raise SystemExit(f"swan-results: {err}") from None
     print("\n".join(lines))
     return 0
 

@@ -46,7 +46,13 @@ from swan_jax.train._config import (
     TrainResult,
 )
 from swan_jax.train._evaluate import METRICS, get_metric, metric_mode
-from swan_jax.train._folder import HISTORY_FILE, RUN_FILE, read_history, read_run_file
+from swan_jax.train._folder import (
+    HISTORY_FILE,
+    RUN_FILE,
+    CheckpointConflict,
+    read_history,
+    read_run_file,
+)
 from swan_jax.train._loop import train
 from swan_jax.train._memory import StepTooLarge, free_memory_bytes
 from swan_jax.train._metric import Metric
@@ -56,9 +62,10 @@ from swan_jax.train._state import RunState, init_runs, select_runs
 from swan_jax.train._step import make_train_step
 
 __all__ = [
-    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS", "Metric",
-    "ModelFn", "NodeSplit", "RunState", "StepTooLarge", "TrainConfig", "TrainResult",
-    "TrainingDiverged", "TrainingInterrupted", "count_params", "free_memory_bytes",
-    "get_metric", "init_runs", "make_train_step", "make_tx", "metric_mode", "read_history",
-    "read_run_file", "schedule_scale", "select_runs", "stack_hparams", "train",
+    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS",
+    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunState", "StepTooLarge",
+    "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "count_params",
+    "free_memory_bytes", "get_metric", "init_runs", "make_train_step", "make_tx",
+    "metric_mode", "read_history", "read_run_file", "schedule_scale", "select_runs",
+    "stack_hparams", "train",
 ]

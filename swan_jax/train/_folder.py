@@ -19,11 +19,20 @@ from typing import Any
 import jax
 
 from swan_jax.io import json_default, write_text_atomic
+from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import TrainConfig
 from swan_jax.train._state import RunState
 
 RUN_FILE = "run.json"
 HISTORY_FILE = "history.jsonl"
+# What a conflict with a folder's checkpoints suggests: continue them, or not resume.
+CONTINUE = Hint("resume", True, "pass {switch} to continue")
+DROP_RESUME = Hint("resume", True, "drop {switch}")
+
+
+class CheckpointConflict(HintedError, ValueError):
+    """A program folder's checkpoints conflict with the request: it holds some and
+    `resume` is off, or they belong to another configuration. Its hint names `resume`."""
 
 
 def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None) -> str:
@@ -62,8 +71,8 @@ class ProgramFolder:
     def check_fresh(self) -> None:
         """Refuse to start over a folder that already holds checkpoints."""
         if not self.cfg.resume and self.latest_epoch() is not None:
-            raise ValueError(f"{self.path} already holds checkpoints: pass resume "
-                             f"(--resume) to continue, or choose another directory")
+            raise CheckpointConflict(f"{self.path} already holds checkpoints: {HINT}, or "
+                                     f"choose another directory", CONTINUE)
 
     def restore(self, state: RunState) -> tuple[RunState, dict[str, Any]] | None:
         """The newest checkpoint's state and metadata, when resuming and there is one."""
@@ -71,9 +80,10 @@ class ProgramFolder:
             return None
         device, meta = self.store.restore(state.device_part())
         if meta["fingerprint"] != self.fingerprint:
-            raise ValueError(f"checkpoint in {self.path} belongs to another configuration "
-                             f"(fingerprint {meta['fingerprint']} != {self.fingerprint}); "
-                             f"use a fresh directory or drop --resume")
+            raise CheckpointConflict(f"checkpoint in {self.path} belongs to another "
+                                     f"configuration (fingerprint {meta['fingerprint']} != "
+                                     f"{self.fingerprint}); use a fresh directory or {HINT}",
+                                     DROP_RESUME)
         return state.with_parts(device, meta), meta
 
     def describe(self, runs: Sequence[tuple[Mapping[str, Any], int]], num_params: int,

@@ -16,12 +16,14 @@ import jax
 
 from swan_jax.losses import get_batch_loss
 from swan_jax.pytrees import tree_bytes
+from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._placement import Placement, batch_targets
 
 
-class StepTooLarge(MemoryError):
-    """A training step's estimated memory exceeds what the device has free."""
+class StepTooLarge(HintedError, MemoryError):
+    """A training step's estimated memory exceeds what the device has free. Its hints:
+    the `batch_size` it had, then a `batch_size` that fits or a smaller `hidden`."""
 
 
 def free_memory_bytes() -> int | None:
@@ -62,8 +64,10 @@ def check_step_memory(estimate: int, free: int | None, batch_size: int, budget) 
     if free is None or estimate <= free:
         return
     fits = max(1, math.floor(batch_size * 0.8 * free / estimate))
+    way_out = (Hint("batch_size", fits, "{switch} should fit") if fits < batch_size else
+               Hint("hidden", None, "lower {switch} or the number of runs (seeds x grid "
+                                    "points)"))
     raise StepTooLarge(
         f"a training step needs about {estimate / 2**30:.1f} GiB (batch budget {budget}, "
-        f"--batch-size {batch_size}) but only {free / 2**30:.1f} GiB are free; "
-        + (f"--batch-size {fits} should fit" if fits < batch_size else
-           "lower --hidden or the number of runs (seeds x grid points)"))
+        f"{HINT}) but only {free / 2**30:.1f} GiB are free; {HINT}",
+        Hint("batch_size", batch_size), way_out)

@@ -8,15 +8,15 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from swan_jax.experiments.results_md.blocks import (
+from reproduce.results.blocks import (
     CELL_KEYS,
     cell_facts,
     cell_rows,
     device,
     table,
 )
-from swan_jax.experiments.results_md.protocol import paper_cell_points
-from swan_jax.experiments.results_md.store import Run
+from reproduce.results.protocol import paper_cell_points
+from reproduce.results.store import Run
 
 
 def _status(rows: Sequence[tuple[Run, dict]], paper: Mapping[str, Any],

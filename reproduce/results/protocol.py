@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swan_jax.experiments.results_md.store import current_records
+from reproduce.results.store import current_records
 from swan_jax.experiments.sweep import duration
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.campaign.plan import Entry
+from reproduce.campaign.plan import Entry
 
 EXPERIMENT_MODULES = {"transfer": "transfer", "graphprop": "graphprop", "lrgb": "lrgb",
                       "node_classification": "node_classification"}

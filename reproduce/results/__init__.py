@@ -7,11 +7,11 @@
   departs from the paper; `compare`: formatting and verdicts; `blocks`, `sections`,
   `realworld`, `figures`: the document's parts.
 
-The command is `python -m swan_jax.experiments.results` (`make results`).
+The command is `python -m reproduce.results` (`make results`).
 """
 
-from swan_jax.experiments.results_md.collect import CollectRefused, collect
-from swan_jax.experiments.results_md.render import render
-from swan_jax.experiments.results_md.store import ReproductionsError
+from reproduce.results.collect import CollectRefused, collect
+from reproduce.results.render import render
+from reproduce.results.store import ReproductionsError
 
 __all__ = ["CollectRefused", "ReproductionsError", "collect", "render"]

@@ -1,9 +1,9 @@
-"""`python -m swan_jax.experiments.campaign`: run, inspect or regenerate the campaign.
+"""`python -m reproduce.campaign`: run, inspect or regenerate the campaign.
 
-    python -m swan_jax.experiments.campaign [run] --budget-minutes 120 [--cells 'transfer/*']
+    python -m reproduce.campaign [run] --budget-minutes 120 [--cells 'transfer/*']
         [--fit] [--device-kind cpu-2core|h100|h200] [--bundle-out FILE] [--bundle-in FILE]
-    python -m swan_jax.experiments.campaign status [--device-kind h200]
-    python -m swan_jax.experiments.campaign plan --write
+    python -m reproduce.campaign status [--device-kind h200]
+    python -m reproduce.campaign plan --write
 
 `run` trains the plan's cells in order until the budget is spent (default: 8 minutes on
 a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
@@ -15,7 +15,7 @@ RESULTS.md afterwards: the next machine continues from them.
 In a GPU slice whose command runs in a copy of the tree and returns only $OUT:
 
     cp -r reproductions "$OUT/"
-    python -m swan_jax.experiments.campaign --reproductions "$OUT/reproductions" \\
+    python -m reproduce.campaign --reproductions "$OUT/reproductions" \\
         --budget-minutes 8 --no-render
 
 then, here, copy `$OUT/reproductions/campaign*` over `reproductions/`, `make results`
@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from swan_jax.experiments.campaign.plan import DEVICE_KINDS, PLAN_FILE, PlanError
+from reproduce.campaign.plan import DEVICE_KINDS, PLAN_FILE, PlanError
 
 GPU_BUDGET, CPU_BUDGET = 8.0, 60.0
 
@@ -47,7 +47,7 @@ def detect_device_kind() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     doc = __doc__.strip().splitlines()
-    p = argparse.ArgumentParser(prog="python -m swan_jax.experiments.campaign",
+    p = argparse.ArgumentParser(prog="python -m reproduce.campaign",
                                 description=doc[0], epilog="\n".join(doc[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", nargs="?", default="run", choices=("run", "status", "plan"))
@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plan(args) -> list[str]:
-    from swan_jax.experiments.campaign.defaults import HEADER, default_entries
-    from swan_jax.experiments.campaign.plan import dump_plan
+    from reproduce.campaign.defaults import HEADER, default_entries
+    from reproduce.campaign.plan import dump_plan
 
     entries = default_entries(args.reproductions)
     text = dump_plan(entries, HEADER)
@@ -96,8 +96,8 @@ def _plan(args) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from swan_jax.experiments.campaign import bundle, loop
-    from swan_jax.experiments.results_md import ReproductionsError
+    from reproduce.campaign import bundle, loop
+    from reproduce.results import ReproductionsError
 
     if args.budget_minutes is not None and not args.budget_minutes > 0:
         raise SystemExit("campaign: --budget-minutes must be > 0")

@@ -5,7 +5,7 @@ Cells of one group (the first part of a cell id: `transfer`, `graphprop-screen`,
 and records of every finished cell, the configuration with the cell selectors
 (`topologies`, `models`, ...) the union of the cells'. The merge starts from what is
 committed, so a new machine adds to it without the old work folders; `collect` of
-`swan_jax.experiments.results_md` then copies it as any other run (and refuses a
+`reproduce.results` then copies it as any other run (and refuses a
 smaller one).
 
 A plan cell is done when some collected run (the campaign's or any other, e.g. a GPU
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.campaign.plan import Entry
-from swan_jax.experiments.campaign.runner import cell_config
+from reproduce.campaign.plan import Entry
+from reproduce.campaign.runner import cell_config
 from swan_jax.io import write_text_atomic
 
 # Configuration fields that choose cells (role "select"): unioned when cells merge.
@@ -121,8 +121,8 @@ def merge_results(old: Mapping[str, Any] | None, new: Sequence[Mapping[str, Any]
 def collect_group(entries: Sequence[Entry], works: Sequence[Path], root: Path,
                   staging: Path, note: str) -> list[str]:
     """Merge the finished cells `entries` (sweeps in `works`) into their group's run."""
+    from reproduce.results import collect
     from swan_jax.experiments.config import dump_toml
-    from swan_jax.experiments.results_md import collect
 
     exp, cfg = cell_config(entries[0], works[0])
     name = run_name(entries[0])

@@ -88,7 +88,7 @@ def load_plan(path: str | Path = PLAN_FILE) -> list[Entry]:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file (regenerate it: python -m "
-                        f"swan_jax.experiments.campaign plan --write)") from None
+                        f"reproduce.campaign plan --write)") from None
     except tomllib.TOMLDecodeError as err:
         raise PlanError(f"{path}: not valid TOML ({err})") from None
     entries = [_entry(c, path, i) for i, c in enumerate(raw.get("cell") or [])]

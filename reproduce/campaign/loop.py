@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.campaign import bundle, gather
-from swan_jax.experiments.campaign.plan import Entry, load_plan
-from swan_jax.experiments.campaign.runner import CellOutcome, Deadline, run_cell
+from reproduce.campaign import bundle, gather
+from reproduce.campaign.plan import Entry, load_plan
+from reproduce.campaign.runner import CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
 
 STATE_FILE = "state.json"
@@ -228,13 +228,13 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:
-    from swan_jax.experiments.campaign.runner import cell_config
+    from reproduce.campaign.runner import cell_config
 
     return int(cell_config(entry, opts.work / entry.slug, **opts.overrides)[1].epochs)
 
 
 def _closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
-    from swan_jax.experiments.results_md import render
+    from reproduce.results import render
 
     lines = render(opts.reproductions, opts.reproductions.parent / "RESULTS.md") if (
         opts.render) else []

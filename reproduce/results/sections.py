@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.results_md import compare, figures
-from swan_jax.experiments.results_md.blocks import (
+from reproduce.results import compare, figures
+from reproduce.results.blocks import (
     CELL_KEYS,
     NOT_RUN,
     cell_facts,
@@ -21,8 +21,8 @@ from swan_jax.experiments.results_md.blocks import (
     protocol_block,
     table,
 )
-from swan_jax.experiments.results_md.protocol import paper_cell_points
-from swan_jax.experiments.results_md.store import Run
+from reproduce.results.protocol import paper_cell_points
+from reproduce.results.store import Run
 
 LABEL_TITLES = {
     "paper": "raw labels, ADGN's columns and loss averaging: the pipeline behind the "

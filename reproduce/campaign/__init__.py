@@ -1,9 +1,9 @@
 """The reproduction campaign: every reachable cell of the paper at the paper's protocol,
 advanced by every machine that has time, in any order, resumable from git alone.
 
-    python -m swan_jax.experiments.campaign --budget-minutes 120     # make campaign
-    python -m swan_jax.experiments.campaign status                   # what remains
-    python -m swan_jax.experiments.campaign plan --write             # regenerate the plan
+    python -m reproduce.campaign --budget-minutes 120     # make campaign
+    python -m reproduce.campaign status                   # what remains
+    python -m reproduce.campaign plan --write             # regenerate the plan
 
 - `plan`: the committed plan file (`reproductions/campaign/plan.toml`): cells, configs,
   costs per device kind, priorities; `defaults` generates it;
@@ -13,9 +13,9 @@ advanced by every machine that has time, in any order, resumable from git alone.
 - `loop`: one call of the campaign (`run_campaign`).
 """
 
-from swan_jax.experiments.campaign.bundle import BundleError, restore_bundle, write_bundle
-from swan_jax.experiments.campaign.loop import Options, remaining, run_campaign
-from swan_jax.experiments.campaign.plan import Entry, PlanError, load_plan
+from reproduce.campaign.bundle import BundleError, restore_bundle, write_bundle
+from reproduce.campaign.loop import Options, remaining, run_campaign
+from reproduce.campaign.plan import Entry, PlanError, load_plan
 
 __all__ = ["BundleError", "Entry", "Options", "PlanError", "load_plan", "remaining",
            "restore_bundle", "run_campaign", "write_bundle"]

@@ -12,16 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.results_md import compare
-from swan_jax.experiments.results_md.blocks import (
+from reproduce.results import compare
+from reproduce.results.blocks import (
     CELL_KEYS,
     NOT_RUN,
     cell_facts,
     cell_rows,
     table,
 )
-from swan_jax.experiments.results_md.protocol import paper_cell_points
-from swan_jax.experiments.results_md.store import Run
+from reproduce.results.protocol import paper_cell_points
+from reproduce.results.store import Run
 
 DIFFERENTIAL = "graphprop-differential"
 SECTION_FILE = "section.md"
@@ -122,7 +122,7 @@ def campaign(root: Path) -> list[str]:
              "yes" if cid.replace("/", "__") in bundles else "no", info.get("updated", "")]
             for cid, info in sorted(state.items())]
     lines = ["## Reproduction campaign", "",
-             f"`python -m swan_jax.experiments.campaign` (`make campaign`) trains the "
+             f"`python -m reproduce.campaign` (`make campaign`) trains the "
              f"{len(cells)} cells of `reproductions/campaign/plan.toml` ({runnable} runnable "
              f"now) at the paper's protocol, in budgeted calls on any machine; finished cells "
              f"are collected as `campaign-<group>` runs above, unfinished ones continue from "

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.results_md import compare, figures
-from swan_jax.experiments.results_md.blocks import (
+from reproduce.results import compare, figures
+from reproduce.results.blocks import (
     CELL_KEYS,
     NOT_RUN,
     cell_facts,
@@ -23,8 +23,8 @@ from swan_jax.experiments.results_md.blocks import (
     protocol_block,
     table,
 )
-from swan_jax.experiments.results_md.sections import best_config, protocols
-from swan_jax.experiments.results_md.store import Run, cell_axes
+from reproduce.results.sections import best_config, protocols
+from reproduce.results.store import Run, cell_axes
 
 
 def _ours(cell: Mapping[str, Any], metric: str) -> tuple[float, float]:

@@ -23,7 +23,7 @@ import json
 import math
 from pathlib import Path
 
-from swan_jax.experiments.campaign.plan import Entry
+from reproduce.campaign.plan import Entry
 
 TRANSFER_MODELS = ("swan", "adgn", "gcn", "gin", "sage", "gat")
 TOPOLOGIES = ("line", "ring", "crossed-ring")
@@ -32,11 +32,10 @@ H200_REF = 0.0404  # s / epoch, line / 10 / swan, 32 runs (reproductions/transfe
 H100_OVER_H200 = 1.2
 HEADER = """\
 The reproduction campaign's plan: every cell of the paper at the paper's protocol.
-Read by `python -m swan_jax.experiments.campaign` (make campaign); regenerate with
-`python -m swan_jax.experiments.campaign plan --write` (swan_jax/experiments/campaign/
-defaults.py says how each cost is measured or modelled). Fields: swan_jax/experiments/
-campaign/plan.py. cost_minutes: wall minutes of the full protocol on each device kind,
-every program to its epoch cap.
+Read by `python -m reproduce.campaign` (make campaign); regenerate with
+`python -m reproduce.campaign plan --write` (reproduce/campaign/defaults.py says how
+each cost is measured or modelled). Fields: reproduce/campaign/plan.py. cost_minutes:
+wall minutes of the full protocol on each device kind, every program to its epoch cap.
 """
 
 

@@ -7,8 +7,8 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from swan_jax.experiments.results_md import protocol
-from swan_jax.experiments.results_md.store import RESULTS_FILE, ReproductionsError, Run
+from reproduce.results import protocol
+from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run
 
 NOT_RUN = "not run"
 # The legacy `label_columns` names of the graph-property experiment -> label settings
@@ -197,7 +197,7 @@ def converged(cell: Mapping[str, Any], cap: Any) -> str:
 
 
 def _cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from swan_jax.experiments.results_md.store import cell_axes
+    from reproduce.results.store import cell_axes
 
     return [r for r in run.records
             if all(cell.get(a) == r[a] for a in cell_axes(r) if a in cell)]

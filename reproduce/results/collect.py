@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.results_md.protocol import smaller_measures
-from swan_jax.experiments.results_md.store import (
+from reproduce.results.protocol import smaller_measures
+from reproduce.results.store import (
     COLLECTED_FILE,
     CONFIG_FILE,
     HISTORY_FILE,

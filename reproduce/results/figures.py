@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.experiments.results_md.compare import finite, scale
+from reproduce.results.compare import finite, scale
 
 MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "#d55e00",
                 "sage": "#cc78bc", "gat": "#de8f05", "gps": "#ece133"}
