@@ -12,6 +12,7 @@ rate, so a grid of learning rates still trains as one program.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import jax
@@ -77,9 +78,19 @@ def schedule_scale(cfg: TrainConfig, epoch: int) -> float:
 def plateau(cfg: TrainConfig) -> optax.GradientTransformationExtraArgs:
     """Reduce-on-plateau on the validation metric (an absolute threshold, so the sign
     flip that turns a maximised metric into a minimised value keeps its meaning)."""
-    return optax.contrib.reduce_on_plateau(
-        factor=cfg.plateau_factor, patience=cfg.plateau_patience, rtol=0.0,
-        atol=cfg.plateau_threshold, min_scale=cfg.min_lr_scale)
+    return _reduce_on_plateau(_plateau_settings(cfg))
+
+
+def _plateau_settings(cfg: TrainConfig) -> tuple:
+    """`(factor, patience, threshold, min_scale)`: hashable, a static argument."""
+    return (cfg.plateau_factor, cfg.plateau_patience, cfg.plateau_threshold,
+            cfg.min_lr_scale)
+
+
+def _reduce_on_plateau(settings: tuple) -> optax.GradientTransformationExtraArgs:
+    factor, patience, threshold, min_scale = settings
+    return optax.contrib.reduce_on_plateau(factor=factor, patience=patience, rtol=0.0,
+                                           atol=threshold, min_scale=min_scale)
 
 
 def init_plateau(cfg: TrainConfig, num_runs: int):
@@ -93,13 +104,19 @@ def init_plateau(cfg: TrainConfig, num_runs: int):
 def step_plateau(cfg: TrainConfig, state, metric: np.ndarray, active: np.ndarray, mode: str):
     """Feed each active run's validation metric to its plateau state."""
     value = jnp.asarray(metric if mode == "min" else -np.asarray(metric), jnp.float32)
-    tx = plateau(cfg)
+    return _plateau_update(state, value, jnp.asarray(active), _plateau_settings(cfg))
+
+
+# One compiled program per schedule setting: op by op, each epoch's update ran about 50
+# small operations (each compiled on its first epoch, then dispatched one by one).
+@functools.partial(jax.jit, static_argnums=3)
+def _plateau_update(state, value: Array, keep: Array, settings: tuple):
+    tx = _reduce_on_plateau(settings)
 
     def one(s, v):
         return tx.update(jnp.zeros(()), s, value=v)[1]
 
     new = jax.vmap(one)(state, jnp.where(jnp.isfinite(value), value, jnp.inf))
-    keep = jnp.asarray(active)
     return jax.tree_util.tree_map(
         lambda a, b: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, state)
 
