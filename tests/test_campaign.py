@@ -156,6 +156,16 @@ def _same_arrays_after_restore(path: Path, folder: Path, epoch: int, fresh: Path
         bundle.read_meta(fresh / meta["programs"][0]["folder"] / "run.json")
 
 
+def test_no_cell_starts_when_no_program_could(tmp_path):
+    """With less left than a program's first epoch, the campaign stops at once: no cell
+    is visited only to report "no time for another program"."""
+    opts = _setup(tmp_path, [_entry("swan"), _entry("gcn")], "short")
+    lines = loop.run_campaign(opts, deadline=Deadline(time.monotonic() + 30.0, margin=0.0))
+    assert not [line for line in lines if "no time for another program" in line]
+    assert not opts.work.exists() or not any(opts.work.iterdir())
+    assert any(line.startswith("remaining: 2 runnable") for line in lines)
+
+
 def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path):
     from swan_jax.experiments.config import to_dict
 

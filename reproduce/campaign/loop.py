@@ -28,7 +28,7 @@ from typing import Any
 
 from reproduce.campaign import bundle, gather
 from reproduce.campaign.plan import Entry, load_plan
-from reproduce.campaign.runner import CellOutcome, Deadline, run_cell
+from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
 
 STATE_FILE = "state.json"
@@ -182,9 +182,12 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     previous = _install_signals(deadline)
     try:
         for entry in select(entries, opts, done):
-            left = deadline.left() / 60
-            if left <= 0 or deadline.spent_epochs():
+            # No cell starts that could not start a program (every later one would only
+            # report "no time for another program").
+            if not deadline.room_for_program(opts.overrides.get("first_epoch_seconds",
+                                                                 FIRST_EPOCH_SECONDS)):
                 break
+            left = deadline.left() / 60
             cost = remaining_minutes(entry, opts, state)
             if (opts.fit and cost > left) or (opts.max_cell_minutes is not None
                                               and cost > opts.max_cell_minutes):

@@ -31,6 +31,9 @@ class StopCampaign(KeyboardInterrupt):
     """Raised inside the training loop when the budget is spent (after a save)."""
 
 
+# Seconds a program's first epoch (compiling, then one epoch) is given before it starts.
+FIRST_EPOCH_SECONDS = 60.0
+
 @dataclasses.dataclass
 class Deadline:
     """When to stop: `deadline` (a `time.monotonic()` value), with `margin` seconds kept
@@ -53,10 +56,14 @@ class Deadline:
             return -float("inf")
         return self.deadline - self.margin - self.clock()
 
-    def start_program(self, first_epoch_seconds: float) -> bool:
-        """Whether a program may start: its first epoch (compiling) must fit."""
-        self._last = self.clock()
+    def room_for_program(self, first_epoch_seconds: float = FIRST_EPOCH_SECONDS) -> bool:
+        """Whether a program's first epoch (compiling) fits in what is left."""
         return self.left() > first_epoch_seconds and not self.spent_epochs()
+
+    def start_program(self, first_epoch_seconds: float) -> bool:
+        """Whether a program may start (`room_for_program`); its epochs are timed from now."""
+        self._last = self.clock()
+        return self.room_for_program(first_epoch_seconds)
 
     def spent_epochs(self) -> bool:
         return self.max_epochs is not None and self.epochs >= self.max_epochs
@@ -122,11 +129,12 @@ class CellOutcome:
     stopped: str = ""
 
 
-def run_cell(entry: Entry, work: Path, deadline: Deadline, *, first_epoch_seconds: float = 60.0,
+def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
+             first_epoch_seconds: float = FIRST_EPOCH_SECONDS,
              **overrides: Any) -> CellOutcome:
     """Train the cell's programs not yet done, in order, until done or out of time."""
-    from swan_jax.cli import ResultsFile
     from swan_jax.experiments import sweep
+    from swan_jax.experiments.records import ResultsFile
     from swan_jax.train import TrainingInterrupted
 
     started, epochs_before = time.monotonic(), deadline.epochs
