@@ -78,8 +78,6 @@ GRAPH_MEAN_METRICS: dict[str, tuple[Callable, str]] = {
 METRICS = tuple(METRIC_FNS) + tuple(GRAPH_MEAN_METRICS)
 
 
-
-
 def _masked(name: str, fn: Callable) -> Callable:
     """A built-in score as a `Metric` function: `fn` on the rows `mask` keeps (NumPy)."""
     def score(pred, target, mask, *, n_node=None):
