@@ -81,12 +81,12 @@ def training(state_dir: Path, deadline: float, smoke: bool) -> dict:
             "paper_epoch_s_rtx3090": 2.88}
 
 
-def _anatomy(out: Path, smoke: bool) -> dict:
+def _anatomy(out: Path, workloads: str, smoke: bool) -> dict:
     from benchmarks import epoch_anatomy
 
     path = out / "epoch_anatomy.json"
     epoch_anatomy.main(["--out", str(path), "--epochs", "3", "--repeat", "3",
-                        *(["--quick"] if smoke else [])])
+                        "--only", workloads, *(["--quick"] if smoke else [])])
     return json.loads(path.read_text())
 
 
@@ -113,8 +113,10 @@ def main(argv=None) -> int:
                         help="finish everything within this many minutes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for a CPU run")
     parser.add_argument("--only", default="bench,seeds,anatomy,reference,training",
-                        help="comma list of the parts to run: bench, seeds, anatomy, "
-                             "reference, training")
+                        help="comma list of the parts to run, in the order they run: bench, "
+                             "seeds, anatomy, reference, training")
+    parser.add_argument("--anatomy", default="peptides,transfer,transfer-cpu,graphprop,tolokers",
+                        help="the epoch anatomy's workloads, in the order they run")
     parser.add_argument("--ref", default=None,
                         help="the authors' models/swan.py for the reference part")
     args = parser.parse_args(argv)
@@ -130,12 +132,16 @@ def main(argv=None) -> int:
     parts = (("bench", "benchmark_1_train_step",
               lambda: train_step.run(quick=True, profile=args.smoke)),
              ("seeds", "benchmark_3_seeds", lambda: seeds.run(quick=True)),
-             ("anatomy", "epoch_anatomy", lambda: _anatomy(out, args.smoke)),
+             ("anatomy", "epoch_anatomy", lambda: _anatomy(out, args.anatomy, args.smoke)),
              ("reference", "reference_pytorch", lambda: _reference(out, args.ref, args.smoke)),
              ("training", "peptides_func_training", lambda: training(state, deadline,
                                                                       args.smoke)))
-    wanted = {p.strip() for p in args.only.split(",")}
-    for _, name, fn in (p for p in parts if p[0] in wanted):
+    by_key = {key: (name, fn) for key, name, fn in parts}
+    wanted = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = sorted(set(wanted) - set(by_key))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(by_key)}")
+    for name, fn in (by_key[key] for key in wanted):  # in the order asked
         begin = time.time()
         try:
             record[name] = fn()

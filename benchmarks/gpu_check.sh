@@ -8,15 +8,17 @@
 #   bash benchmarks/gpu_check.sh            # figures in $OUT/gpu_check.json (runs/gpu_check)
 #
 # It needs no network. Optional inputs, all git-ignored, in the repository root:
-#   .whl/       wheels of packages the GPU machine's Python lacks (jraph, rdkit), e.g.
-#               pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl \
-#                   rdkit==2026.9.1 jraph==0.0.6.dev0
+#   .whl/       wheels of packages the GPU machine's Python may lack (jraph, rdkit, pooch,
+#               tqdm, matplotlib and their dependencies; see gpu_wheels.sh), e.g.
+#               pip download --only-binary=:all: --python-version 3.12 -d .whl \
+#                   rdkit jraph pooch tqdm matplotlib
 #   .gpu_data/  the raw data (peptides-functional, tolokers), e.g. copied from ../shared/data
 #   .gpu_ref/   the authors' model file: graph_property_prediction/models/swan.py of
 #               gravins/SWAN, for the PyTorch reference
 #   .gpu_state/ state.tar of an earlier run ($OUT/state.tar), to continue its training
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
-# (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_MINUTES sets the budget, default 7).
+# (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_ANATOMY=peptides,tolokers chooses the
+# anatomy's workloads; GPU_CHECK_MINUTES sets the budget, default 7).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
@@ -28,11 +30,7 @@ PY=${PY:-python3}
 if [ -n "${GPU_CHECK_SMOKE:-}" ] && [ -x .venv/bin/python ]; then
     PY=.venv/bin/python  # a CPU smoke run here uses the project's environment
 fi
-if [ -d .whl ] && ! "$PY" -c "import jraph, rdkit" 2>/dev/null; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
+source benchmarks/gpu_wheels.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export SWAN_DATA_DIR=${SWAN_DATA_DIR:-$PWD/.gpu_data}
@@ -55,6 +53,7 @@ status=0
 timeout $((MINUTES * 60 + 45)) "$PY" -m benchmarks.gpu_check --out "$OUT" --state "$STATE" \
     --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,anatomy,reference,training}" \
     --ref "${GPU_CHECK_REF:-$PWD/.gpu_ref/swan.py}" \
+    ${GPU_CHECK_ANATOMY:+--anatomy "$GPU_CHECK_ANATOMY"} \
     ${GPU_CHECK_SMOKE:+--smoke} || status=$?
 tar -cf "$OUT/state.tar" -C "$STATE" .
 echo "gpu check finished with status $status; figures in $OUT/gpu_check.json"

@@ -156,6 +156,46 @@ def _same_arrays_after_restore(path: Path, folder: Path, epoch: int, fresh: Path
         bundle.read_meta(fresh / meta["programs"][0]["folder"] / "run.json")
 
 
+def test_a_gpu_slice_merges_cell_by_cell_into_a_tree_that_moved_on(tmp_path):
+    """A slice's copy of reproductions/ (as a tar) gives this tree only what it advanced:
+    its finished cell into a run of its own device kind, nothing of the cell the campaign
+    here finished meanwhile, and no cell that was trained on both machines."""
+    import tarfile
+
+    from reproduce.campaign.merge import merge_campaign
+
+    swan, gcn = _entry("swan"), _entry("gcn")
+    here = _setup(tmp_path, [swan, gcn], "here")
+    there = dataclasses.replace(here, reproductions=tmp_path / "slice" / "reproductions",
+                                work=tmp_path / "slice" / "work", device_kind="h200",
+                                cells=[swan.id])
+    shutil.copytree(here.reproductions, there.reproductions)  # what the slice copies
+    loop.run_campaign(there)
+    loop.run_campaign(dataclasses.replace(here, cells=[gcn.id]))  # here, meanwhile
+    tar = tmp_path / "reproductions.tar"
+    with tarfile.open(tar, "w") as out:
+        out.add(there.reproductions, arcname="reproductions")
+
+    trained_here = here.work / swan.slug / "program"
+    trained_here.mkdir(parents=True)
+    (trained_here / "run.json").write_text("{}")
+    assert merge_campaign(tar, here)[0].startswith(f"{swan.id}: not merged: it was trained "
+                                                   f"here too")
+    shutil.rmtree(trained_here)
+    assert merge_campaign(tar, here) == [f"{swan.id}: finished on h200, collected into "
+                                         f"reproductions/campaign-transfer-h200"]
+    merged = json.loads((here.reproductions / "campaign-transfer-h200" / "results.json")
+                        .read_text())
+    assert [c["model"] for c in merged["cells"]] == ["swan"]
+    assert {r["model"] for r in merged["records"]} == {"swan"}
+    assert [c["model"] for c in _collected(here)["cells"]] == ["gcn"]
+    assert all(gather.is_done(e, here.reproductions) for e in (swan, gcn))
+    state = json.loads((here.folder / "state.json").read_text())["cells"]
+    assert state[swan.id]["status"] == "finished" and set(state[swan.id]["seconds"]) == {"h200"}
+    assert set(state[gcn.id]["seconds"]) == {"cpu-2core"}
+    assert merge_campaign(tar, here) == [f"{tar}: nothing newer than this tree"]
+
+
 def test_no_cell_starts_when_no_program_could(tmp_path):
     """With less left than a program's first epoch, the campaign stops at once: no cell
     is visited only to report "no time for another program"."""

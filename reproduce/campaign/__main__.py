@@ -4,6 +4,7 @@
         [--fit] [--device-kind cpu-2core|h100|h200] [--bundle-out FILE] [--bundle-in FILE]
     python -m reproduce.campaign status [--device-kind h200]
     python -m reproduce.campaign plan --write
+    python -m reproduce.campaign merge runs/gpu/reproductions.tar [...]
 
 `run` trains the plan's cells in order until the budget is spent (default: 8 minutes on
 a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
@@ -12,14 +13,13 @@ a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
 prints what remains. SIGTERM or Ctrl-C stop the same way. Commit `reproductions/` and
 RESULTS.md afterwards: the next machine continues from them.
 
-In a GPU slice whose command runs in a copy of the tree and returns only $OUT:
-
-    cp -r reproductions "$OUT/"
-    python -m reproduce.campaign --reproductions "$OUT/reproductions" \\
-        --budget-minutes 8 --no-render
-
-then, here, copy `$OUT/reproductions/campaign*` over `reproductions/`, `make results`
-and commit (the bundles of unfinished cells and the finished cells come back together).
+A GPU slice (`reproduce/gpu_slice.sh`: the GPU check, then cells for the time left) runs
+in a copy of the tree and returns `$OUT/reproductions.tar`. Here, `merge` takes from it,
+cell by cell, whatever is newer than this tree (finished cells into
+`reproductions/campaign-<group>-<kind>/`, bundles of unfinished ones), leaving the
+cells a campaign here advanced meanwhile alone; then `make results` and commit. Merge
+after the local campaign has stopped: a running campaign rewrites `state.json` when it
+ends.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m reproduce.campaign",
                                 description=doc[0], epilog="\n".join(doc[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", nargs="?", default="run", choices=("run", "status", "plan"))
+    p.add_argument("command", nargs="?", default="run", choices=("run", "status", "plan", "merge"))
+    p.add_argument("sources", nargs="*", type=Path,
+                   help="merge: the copies of reproductions/ (folders or .tar) to take from")
     p.add_argument("--plan", type=Path, default=PLAN_FILE)
     p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
     p.add_argument("--work", type=Path, default=Path("runs/campaign"),
@@ -114,7 +116,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                             bundle_in=args.bundle_in, bundle_max_mb=args.bundle_max_mb,
                             render=not args.no_render,
                             note=args.note)
-        if args.command == "status":
+        if args.command == "merge":
+            from reproduce.campaign.merge import merge_campaign
+
+            if not args.sources:
+                raise SystemExit("campaign: merge needs the .tar (or folder) a GPU slice "
+                                 "returned, e.g. runs/gpu/reproductions.tar")
+            lines = [line for source in args.sources
+                     for line in merge_campaign(source, opts)]
+            lines += loop.closing(opts, loop.load_plan(args.plan))  # RESULTS.md, what is left
+        elif args.command == "status":
             lines = loop.remaining(loop.load_plan(args.plan), opts)
         else:
             lines = loop.run_campaign(opts)

@@ -36,9 +36,12 @@ def group_of(entry: Entry) -> str:
     return entry.id.split("/")[0]
 
 
-def run_name(entry: Entry) -> str:
-    """The folder under `reproductions/` that collects the cell's group."""
-    return f"campaign-{group_of(entry)}"
+def run_name(entry: Entry, device_kind: str = "cpu-2core") -> str:
+    """The folder under `reproductions/` that collects the cell's group on one device
+    kind: `campaign-<group>` for a CPU, `campaign-<group>-<kind>` otherwise, so a
+    collected run's machine is the machine of all its cells."""
+    suffix = "" if device_kind.startswith("cpu") else f"-{device_kind}"
+    return f"campaign-{group_of(entry)}{suffix}"
 
 
 def _norm(value: Any) -> Any:
@@ -119,13 +122,13 @@ def merge_results(old: Mapping[str, Any] | None, new: Sequence[Mapping[str, Any]
 
 
 def collect_group(entries: Sequence[Entry], works: Sequence[Path], root: Path,
-                  staging: Path, note: str) -> list[str]:
+                  staging: Path, note: str, device_kind: str = "cpu-2core") -> list[str]:
     """Merge the finished cells `entries` (sweeps in `works`) into their group's run."""
     from reproduce.results import collect
     from swan_jax.experiments.config import dump_toml
 
     exp, cfg = cell_config(entries[0], works[0])
-    name = run_name(entries[0])
+    name = run_name(entries[0], device_kind)
     old_path = root / name / "results.json"
     old = json.loads(old_path.read_text()) if old_path.exists() else None
     new = [json.loads((w / "results.json").read_text()) for w in works]

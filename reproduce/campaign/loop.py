@@ -154,7 +154,8 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
     if outcome.finished:
         note = opts.note or f"campaign on {opts.device_kind}"
         lines = gather.collect_group([entry], [work], opts.reproductions,
-                                     opts.work / "_collect" / gather.group_of(entry), note)
+                                     opts.work / "_collect" / gather.group_of(entry), note,
+                                     opts.device_kind)
         opts.bundle_path(entry).unlink(missing_ok=True)
         return lines
     try:
@@ -198,7 +199,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return lines + _closing(opts, entries)
+    return lines + closing(opts, entries)
 
 
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
@@ -236,7 +237,7 @@ def _epoch_cap(entry: Entry, opts: Options) -> int:
     return int(cell_config(entry, opts.work / entry.slug, **opts.overrides)[1].epochs)
 
 
-def _closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
+def closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
     from reproduce.results import render
 
     lines = render(opts.reproductions, opts.reproductions.parent / "RESULTS.md") if (

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One lent GPU command: the GPU check first (benchmarks/gpu_check.sh), then campaign cells
+# for the seconds left. Everything comes back under $OUT: the check's figures in
+# $OUT/check/, and $OUT/reproductions.tar (the campaign's state, collected cells and the
+# bundles of unfinished ones), which `python -m reproduce.campaign merge` takes into this
+# tree cell by cell.
+#
+#   OUT=runs/gpu_slice SLICE_SECONDS=540 CHECK_MINUTES=5 \
+#       CELLS='transfer/*/5/swan transfer/*/10/swan' bash reproduce/gpu_slice.sh
+#
+# CHECK_MINUTES=0 skips the check; CHECK_PARTS and CHECK_ANATOMY choose its parts and the
+# epoch anatomy's workloads (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh). CELLS
+# are campaign `--cells` patterns: give the slice cells that no CPU campaign running at
+# the same time will reach, so no cell is trained twice.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/gpu_slice}
+TOTAL=${SLICE_SECONDS:-540}
+CHECK_MINUTES=${CHECK_MINUTES:-5}
+MARGIN=25  # seconds kept after the campaign's own stop, for its collecting and bundling
+started=$(date +%s)
+mkdir -p "$OUT"
+
+if [ "$CHECK_MINUTES" != 0 ]; then
+    GPU_CHECK_MINUTES=$CHECK_MINUTES OUT=$OUT/check \
+        GPU_CHECK_ONLY=${CHECK_PARTS:-reference,anatomy} \
+        GPU_CHECK_ANATOMY=${CHECK_ANATOMY:-peptides,tolokers,transfer} \
+        bash benchmarks/gpu_check.sh || echo "gpu check ended with status $?"
+fi
+
+PY=${PY:-python3}
+if [ -n "${GPU_CHECK_SMOKE:-}" ] && [ -x .venv/bin/python ]; then
+    PY=.venv/bin/python
+fi
+source benchmarks/gpu_wheels.sh
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+
+left=$((TOTAL - ($(date +%s) - started) - MARGIN))
+if [ "$left" -lt 120 ]; then
+    echo "campaign: only $left s left of the slice; no cell started"
+    exit 0
+fi
+# The campaign works on a copy outside $OUT, returned as one file (a lent machine may
+# return only a limited number of files).
+work=/tmp/gpu_slice_work
+rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/"
+cells=()
+set -f  # the patterns are the campaign's, not the shell's
+for pattern in ${CELLS:-}; do cells+=(--cells "$pattern"); done
+set +f
+minutes=$("$PY" -c "print(round(($left - 10) / 60, 2))")
+echo "campaign: $minutes minutes, cells: ${CELLS:-all, in plan order}"
+timeout -s TERM "$left" "$PY" -m reproduce.campaign run --reproductions "$work/reproductions" \
+    --budget-minutes "$minutes" --no-render "${cells[@]}"
+status=$?
+tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
+echo "gpu slice finished after $(($(date +%s) - started)) s (campaign status $status)"
+exit $status
