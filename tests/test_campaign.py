@@ -204,6 +204,8 @@ def test_no_cell_starts_when_no_program_could(tmp_path):
     assert not [line for line in lines if "no time for another program" in line]
     assert not opts.work.exists() or not any(opts.work.iterdir())
     assert any(line.startswith("remaining: 2 runnable") for line in lines)
+    assert any("less than a program's first epoch (60 s): no further cell starts" in line
+               for line in lines)
 
 
 def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path):

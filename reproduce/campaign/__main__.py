@@ -131,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines = loop.run_campaign(opts)
     except (PlanError, bundle.BundleError, ReproductionsError) as err:
         raise SystemExit(f"campaign: {err}") from None
-    print("\n".join(lines))
+    if args.command != "run":  # a run prints as it goes
+        print("\n".join(lines))
     return 0
 
 

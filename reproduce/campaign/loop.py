@@ -170,13 +170,21 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
             f"{len(meta['programs'])} program(s) under way, {len(meta['records'])} done)"]
 
 
+def _said(lines: list[str]) -> list[str]:
+    """`lines`, printed now (a long call reports as it goes)."""
+    if lines:
+        print("\n".join(lines), flush=True)
+    return lines
+
+
 def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str]:
-    """One call of the campaign (see the module's docstring); returns the lines to print.
-    `deadline` replaces the one `opts.budget_minutes` sets (tests: a fake clock)."""
+    """One call of the campaign (see the module's docstring); prints its lines as they
+    come and returns them all. `deadline` replaces the one `opts.budget_minutes` sets
+    (tests: a fake clock)."""
     entries = resolved(load_plan(opts.plan), opts)
     deadline = deadline or Deadline(time.monotonic() + 60 * opts.budget_minutes,
                                     margin=opts.margin_seconds, max_epochs=opts.max_epochs)
-    lines = _restore_bundles(opts, entries)
+    lines = _said(_restore_bundles(opts, entries))
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
     done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
@@ -185,8 +193,14 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
         for entry in select(entries, opts, done):
             # No cell starts that could not start a program (every later one would only
             # report "no time for another program").
-            if not deadline.room_for_program(opts.overrides.get("first_epoch_seconds",
-                                                                 FIRST_EPOCH_SECONDS)):
+            first = opts.overrides.get("first_epoch_seconds", FIRST_EPOCH_SECONDS)
+            if not deadline.room_for_program(first):
+                if deadline.interrupted or deadline.spent_epochs():
+                    break  # said already
+                lines += _said([f"campaign: {max(deadline.left(), 0):.0f} s of the budget "
+                                f"left (besides {deadline.margin:.0f} s kept for collecting), "
+                                f"less than a program's first epoch ({first:.0f} s): no "
+                                f"further cell starts"])
                 break
             left = deadline.left() / 60
             cost = remaining_minutes(entry, opts, state)
@@ -199,7 +213,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return lines + closing(opts, entries)
+    return lines + _said(closing(opts, entries))
 
 
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
