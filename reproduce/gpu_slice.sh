@@ -9,9 +9,11 @@
 #       CELLS='transfer/*/5/swan transfer/*/10/swan' bash reproduce/gpu_slice.sh
 #
 # CHECK_MINUTES=0 skips the check; CHECK_PARTS and CHECK_ANATOMY choose its parts and the
-# epoch anatomy's workloads (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh). CELLS
-# are campaign `--cells` patterns: give the slice cells that no CPU campaign running at
-# the same time will reach, so no cell is trained twice.
+# epoch anatomy's workloads (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh);
+# RUNTIME_TABLE=0 skips the paper's runtime table (`reproduce.runtime`, run before the
+# campaign, at most 5 minutes, with the authors' PyTorch beside it when .gpu_ref/swan.py
+# and torch are there). CELLS are campaign `--cells` patterns: give the slice cells that
+# no CPU campaign running at the same time will reach, so no cell is trained twice.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_slice}
@@ -35,16 +37,27 @@ fi
 source benchmarks/gpu_wheels.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
+[ -d .gpu_data ] && export SWAN_DATA_DIR=${SWAN_DATA_DIR:-$PWD/.gpu_data}
+[ -z "${GPU_CHECK_SMOKE:-}" ] && export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+
+# The runtime table and the campaign work on a copy outside $OUT, returned as one file
+# (a lent machine may return only a limited number of files).
+work=/tmp/gpu_slice_work
+rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/"
+if [ "${RUNTIME_TABLE:-1}" = 1 ]; then  # the paper's runtime table, beside the authors' code
+    ref=()
+    [ -f .gpu_ref/swan.py ] && ref=(--ref .gpu_ref/swan.py)
+    timeout 300 "$PY" -m reproduce.runtime --reproductions "$work/reproductions" "${ref[@]}" \
+        ${GPU_CHECK_SMOKE:+--quick} \
+        || echo "runtime table ended with status $?"
+fi
 
 left=$((TOTAL - ($(date +%s) - started) - MARGIN))
 if [ "$left" -lt 120 ]; then
     echo "campaign: only $left s left of the slice; no cell started"
+    tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
     exit 0
 fi
-# The campaign works on a copy outside $OUT, returned as one file (a lent machine may
-# return only a limited number of files).
-work=/tmp/gpu_slice_work
-rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/"
 cells=()
 set -f  # the patterns are the campaign's, not the shell's
 for pattern in ${CELLS:-}; do cells+=(--cells "$pattern"); done

@@ -172,6 +172,9 @@ def test_a_gpu_slice_merges_cell_by_cell_into_a_tree_that_moved_on(tmp_path):
     shutil.copytree(here.reproductions, there.reproductions)  # what the slice copies
     loop.run_campaign(there)
     loop.run_campaign(dataclasses.replace(here, cells=[gcn.id]))  # here, meanwhile
+    measured = there.reproductions / "runtime-h200"  # a measurement outside the plan
+    measured.mkdir()
+    (measured / "results.json").write_text('{"experiment": "runtime", "cells": []}')
     tar = tmp_path / "reproductions.tar"
     with tarfile.open(tar, "w") as out:
         out.add(there.reproductions, arcname="reproductions")
@@ -179,8 +182,10 @@ def test_a_gpu_slice_merges_cell_by_cell_into_a_tree_that_moved_on(tmp_path):
     trained_here = here.work / swan.slug / "program"
     trained_here.mkdir(parents=True)
     (trained_here / "run.json").write_text("{}")
-    assert merge_campaign(tar, here)[0].startswith(f"{swan.id}: not merged: it was trained "
-                                                   f"here too")
+    refused, copied = merge_campaign(tar, here)
+    assert refused.startswith(f"{swan.id}: not merged: it was trained here too")
+    assert copied == "runtime-h200: measured there, copied into reproductions/runtime-h200"
+    assert (here.reproductions / "runtime-h200" / "results.json").exists()
     shutil.rmtree(trained_here)
     assert merge_campaign(tar, here) == [f"{swan.id}: finished on h200, collected into "
                                          f"reproductions/campaign-transfer-h200"]

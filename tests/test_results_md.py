@@ -366,6 +366,40 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
     assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in text
 
 
+def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
+    """A `reproduce.runtime` run: its seconds beside the RTX 3090's, the authors' PyTorch
+    measured by the same run where it was, full only for whole Peptides-func epochs."""
+    folder = repro / "runtime-h200"
+    folder.mkdir()
+    machine = {"device": "cuda:0", "device_kind": "NVIDIA H200"}
+    models = {"gcn": {"train_s": 0.31, "inference_s": 0.08},
+              "swan": {"train_s": 0.33, "inference_s": 0.09}}
+    reference = {"models": {"swan": {"train_s": 3.2, "inference_s": 0.7}}}
+    graphs = {"train": 10873, "val": 2331, "test": 2331}
+    (folder / "results.json").write_text(json.dumps(
+        {"experiment": "runtime", "machine": machine, "graphs": graphs, "cells": [],
+         "models": models, "reference": reference}))
+    (folder / "collected.json").write_text(json.dumps({"source": "test"}))
+    small = repro / "runtime-cpu"
+    small.mkdir()
+    (small / "results.json").write_text(json.dumps(
+        {"experiment": "runtime", "machine": {"device": "cpu:0"}, "cells": [],
+         "graphs": {"train": 417, "val": 101, "test": 82},
+         "models": {"adgn": {"train_s": 1.8, "inference_s": 0.3}}}))
+    (small / "collected.json").write_text(json.dumps({"source": "test"}))
+    text = rendered(repro)
+    assert "| Runtime table (tab:runtimes, RTX 3090) | 4 | 2 | 1 | 1 |" in text
+    table_ = section(text, "Runtimes per epoch")
+    assert row(table_, "SWAN", "0.33", "2.88", "0.09", "0.24").endswith(
+        "| 3.2 / 0.7 | full | runtime-h200 (cuda:0 (NVIDIA H200)) |")
+    assert row(table_, "GCN", "0.31").endswith("| – | full | runtime-h200 (cuda:0 "
+                                                  "(NVIDIA H200)) |")
+    assert "| reduced: 417 of 10873 train graphs; 101 of 2331 val graphs; 82 of 2331 test " \
+           "graphs | runtime-cpu (cpu:0) |" in row(table_, "ADGN", "1.8")
+    assert row(table_, "SWAN-LEARN", "not run")
+    assert "Other experiment" not in text
+
+
 def test_unknown_experiment_gets_its_own_section(repro):
     write_results(repro / "toy", "toy", config(),
                   [summary({"task": "swap"}, 0.25)], [])

@@ -155,9 +155,10 @@ def _other_entries() -> list[Entry]:
                                    "NE and beta = 0 variants need its --variants to take "
                                    "them"),
         "runtime/peptides-func": ("Table 'runtimes' (RTX 3090)", 600,
-                                  "a per-epoch timing runner for GCN, ADGN, SWAN, "
-                                  "SWAN-learn beside the PyTorch reference (issue 19's "
-                                  "benchmarks/reference_pytorch.py)"),
+                                  "measured outside the campaign: `python -m "
+                                  "reproduce.runtime` (reproduce/gpu_slice.sh runs it on "
+                                  "a GPU, beside the authors' PyTorch); the campaign "
+                                  "cannot schedule it yet"),
         "jacobian/peptides-func": ("Figure 'jacobian over layers'", 700,
                                    "a runner over swan_jax.analysis for trained "
                                    "Peptides-func SWAN and GCN"),

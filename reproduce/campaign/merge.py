@@ -13,6 +13,9 @@ the copy never replaces the tree: for each plan cell, the side whose state is ne
 - its state entry replaces the local one, keeping the local seconds and epochs of other
   device kinds (the plan's cost columns).
 
+Measurements outside the plan (`runtime-<kind>/`, the runtime table's timings) are
+copied when this tree lacks them or holds different ones.
+
 A cell trained here too since (a work folder with checkpoints under the campaign's work
 folder) is refused with one line: two histories of one run cannot be merged, and the
 line says which folder to delete to take the other machine's.
@@ -61,7 +64,23 @@ def merge_campaign(source: str | Path, opts) -> list[str]:
                 ours["cells"][entry.id] = _merged_state(mine, other)
             lines += [line] if line else []
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(ours, indent=1) + "\n")
+        lines += _take_measurements(root, opts.reproductions)
     return lines or [f"{source}: nothing newer than this tree"]
+
+
+def _take_measurements(root: Path, local: Path) -> list[str]:
+    """Runs outside the plan that a slice measured (`runtime-<kind>/` of
+    `reproduce.runtime`): copied when this tree lacks them or holds other results."""
+    lines = []
+    for folder in sorted(root.glob("runtime-*")):
+        mine = local / folder.name
+        if (mine / "results.json").exists() and (mine / "results.json").read_bytes() == (
+                folder / "results.json").read_bytes():
+            continue
+        shutil.rmtree(mine, ignore_errors=True)
+        shutil.copytree(folder, mine)
+        lines.append(f"{folder.name}: measured there, copied into reproductions/{folder.name}")
+    return lines
 
 
 def _collected_runs(root: Path) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from reproduce.results.blocks import (
     table,
 )
 from reproduce.results.protocol import paper_cell_points
-from reproduce.results.store import Run
+from reproduce.results.store import RUNTIME, Run
 
 
 def _status(rows: Sequence[tuple[Run, dict]], paper: Mapping[str, Any],
@@ -50,6 +50,19 @@ def _line(name: str, counts: Mapping[str, int], runs: Sequence[Run]) -> list[str
             f"{absent}{note}", used]
 
 
+def _runtime_counts(paper: Mapping[str, Any], runs: Sequence[Run]) -> dict[str, int]:
+    """The runtime table's models: full when some run timed whole epochs of it."""
+    from reproduce.results.pending import runtime_protocol
+
+    out = {"full": 0, "reduced": 0, "not run": 0, "not implemented": 0}
+    for model in (paper.get("runtimes") or {}).get("values", {}):
+        timed = [run for run in runs if (run.results.get("models") or {}).get(model)]
+        status = ("full" if any(runtime_protocol(r) == "full" for r in timed)
+                  else "reduced" if timed else "not run")
+        out[status] += 1
+    return out
+
+
 def summary(paper: Mapping[str, Any], groups: Mapping[str, Sequence[Run]]) -> list[str]:
     """The coverage table: one line per paper table or figure."""
     transfer, graphprop = groups.get("transfer", []), groups.get("graphprop", [])
@@ -78,8 +91,8 @@ def summary(paper: Mapping[str, Any], groups: Mapping[str, Sequence[Run]]) -> li
         _line("Table 2: LRGB", _count(lr_keys, lr_rows, lr, None), lrgb),
         _line("Table 3: SWAN variants (ablation)", {k: abl[k] + abl_lrgb[k] for k in abl},
               []),
-        _line("Runtime table (tab:runtimes, RTX 3090)", _count(
-            list((paper.get("runtimes") or {}).get("values", {})), {}, {}, None), []),
+        _line("Runtime table (tab:runtimes, RTX 3090)", _runtime_counts(
+            paper, groups.get(RUNTIME, [])), groups.get(RUNTIME, [])),
         _line("Jacobian over layers (fig:jacobian_over_time)", _count(
             list((paper.get("jacobian") or {}).get("models", [])), {}, {}, None), []),
         _line("Scalability table (tab:additional_runtimes)", _count(

@@ -72,17 +72,59 @@ def _rows(key: tuple, rows: Mapping[tuple, list], ref: Any, metric: str,
     return out
 
 
-def runtimes(paper: Mapping[str, Any]) -> list[str]:
+FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
+
+
+def runtime_protocol(run: Run) -> str:
+    """"full" when the run timed whole Peptides-func epochs, else "reduced: ..."."""
+    sizes = run.results.get("graphs") or {}
+    short = [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+             if sizes.get(k, 0) < n]
+    return "reduced: " + "; ".join(short) if short else "full"
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, int | float) else "–"
+
+
+def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
+    from reproduce.results.blocks import device
+
+    rows = []
+    for model, theirs in paper_values.items():
+        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
+        found = [(run, ours) for run, ours in found if ours]
+        if not found:
+            rows.append([model.upper(), NOT_RUN, theirs["train_s"], NOT_RUN,
+                         theirs["inference_s"], "–", "", ""])
+        for run, ours in found:
+            ref = ((run.results.get("reference") or {}).get("models") or {}).get(model) or {}
+            authors = (f"{_seconds(ref.get('train_s'))} / {_seconds(ref.get('inference_s'))}"
+                       if ref else "–")
+            rows.append([model.upper(), _seconds(ours.get("train_s")), theirs["train_s"],
+                         _seconds(ours.get("inference_s")), theirs["inference_s"], authors,
+                         runtime_protocol(run), f"{run.name} ({device(run)})"])
+    return rows
+
+
+def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
+    """The runtime table: the paper's RTX 3090 seconds per epoch beside each collected
+    `runtime` run's (and the authors' PyTorch measured by the same run, where it was)."""
     spec = paper.get("runtimes") or {}
-    body = [[m.upper(), NOT_RUN, v["train_s"], NOT_RUN, v["inference_s"]]
-            for m, v in (spec.get("values") or {}).items()]
-    return ["## Runtimes per epoch (paper tab:runtimes)", "",
-            f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Not run "
-            "here yet: a timing runner beside the PyTorch reference on the same device is "
-            "the campaign's cell `runtime/peptides-func` (needs code). Step and epoch times "
-            "of this implementation are in BENCHMARKS.md.", "",
+    intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
+             "`python -m reproduce.runtime` on the device named in each row, one `train` "
+             "call per model on the device pipeline; training is the median training part "
+             "of the epochs after the first (which compiles), inference the median "
+             "evaluation of the validation and test splits (4,662 graphs; the paper does "
+             "not say which graphs its inference column counts). Authors' PyTorch: their "
+             "public SWAN and SWAN-learn timed by the same run on the same device and data "
+             "(`benchmarks/reference_pytorch.py`), training / inference seconds.")
+    if not runs:
+        intro += " Not run here yet."
+    return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
             *table(["Model", "Ours: training s", "Paper: training s", "Ours: inference s",
-                    "Paper: inference s"], body)]
+                    "Paper: inference s", "Authors' PyTorch, same device", "Protocol",
+                    "Run (device)"], _runtime_rows(spec.get("values") or {}, runs))]
 
 
 def jacobian(paper: Mapping[str, Any]) -> list[str]:

@@ -106,6 +106,9 @@ def _finished(cell: Mapping[str, Any]) -> bool:
     return isinstance(cell.get("test_mean"), int | float)
 
 
+RUNTIME = "runtime"  # `reproduce.runtime`'s timings: no sweep, so no configuration file
+
+
 def load_run(folder: Path) -> Run | None:
     """The run in `folder`, or None when the folder holds no results at all."""
     problems = []
@@ -120,7 +123,7 @@ def load_run(folder: Path) -> Run | None:
         collected = read_json(folder / COLLECTED_FILE)
     else:
         problems.append(f"no {COLLECTED_FILE} (timings and notes unknown)")
-    if not (folder / CONFIG_FILE).exists():
+    if not (folder / CONFIG_FILE).exists() and results.get("experiment") != RUNTIME:
         problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
                         f"{RESULTS_FILE}'s copy of the configuration)")
     history = read_json(folder / HISTORY_FILE) if (folder / HISTORY_FILE).exists() else None
