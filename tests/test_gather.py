@@ -375,6 +375,36 @@ def test_gcn_processor_gradient_has_no_scatter():
     assert not hlo_has(grad.lower(params, x).compile().as_text(), "scatter")
 
 
+def test_mix_cotangent_is_one_concatenation_not_a_sum_of_padded_blocks(x64):
+    """SWAN's field aggregates column blocks of one product `y = [Y_0 | Y_1 | Y_2]`: the
+    cotangent in `y` is built as one concatenation (no `pad`), equal to the one of the
+    column-slice form, whose transpose pads and sums each block (the slow CPU kernel)."""
+    graph = jax.tree_util.tree_map(jnp.asarray, prepared(random_undirected(
+        np.random.default_rng(26), 10)))
+    ops = sj.graph.slots.slot_operators(graph, "sym")
+    values, transposed = (ops.phi, ops.psi), (ops.phi, ops.psi_t)
+    rng = np.random.default_rng(27)
+    y, bias = jnp.asarray(rng.normal(size=(10, 9))), jnp.asarray(rng.normal(size=3))
+
+    def blocks(y, bias):
+        return gather.mix_aggregate(graph, values, transposed, y, bias)
+
+    def slices(y, bias):
+        return y[:, :3] + bias + gather.aggregate(graph, values, transposed,
+                                                  (y[:, 3:6], y[:, 6:]))
+
+    grads = {}
+    for name, fn in (("blocks", blocks), ("slices", slices)):
+        grad = jax.jit(jax.grad(lambda y, b, fn=fn: jnp.sum(jnp.sin(fn(y, b))), (0, 1)))
+        grads[name] = grad(y, bias)
+        grads[name + " hlo"] = grad.lower(y, bias).compile().as_text()
+    assert_close(blocks(y, bias), slices(y, bias))
+    assert_close(grads["blocks"], grads["slices"])
+    assert hlo_has(grads["blocks hlo"], "concatenate")
+    assert not hlo_has(grads["blocks hlo"], "pad")
+    assert hlo_has(grads["slices hlo"], "pad")  # so this test can fail
+
+
 # --- bad inputs --------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ mode and `vmap` all stay gather-only:
     pairs_to_slots    pairs [P, c] -> slots           transpose: slots_to_pairs
     gather_pair_ends  nodes -> pairs (receiver/sender) transpose: node sums over slots
     aggregate         sum_i M_i Y_i                   transpose in Y: sum_i M_i^T g
+    mix_aggregate     Y_0 + b + sum_i M_i Y_i         transpose in Y: [g | M_1^T g | ...]
 
 The transposes rest on one identity of the layout: the slots whose neighbour is `v`
 are exactly the mirrors of `v`'s own slots, so `(M^T g)[v]` is a sum over `v`'s rows
@@ -316,6 +317,7 @@ def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: 
 
 
 def _aggregate_impl(graph, values, ys):
+    """`sum_i M_i Y_i` for the `[N, c]` inputs `ys`: `[N, c]`."""
     if graph.slot_width == 0 or graph.num_rows == 0:
         return jnp.zeros_like(ys[0])
     return _per_node(graph, lambda start, stop: _slot_rows(graph, values, ys, start, stop))
@@ -331,12 +333,29 @@ def _transposed_per_node(graph, transposed, g) -> list[Array]:
 
 
 def _is_zero(t) -> bool:
-    return type(t) is SymbolicZero
+    return t is None or type(t) is SymbolicZero
+
+
+def _blocks(y: Array, count: int, own: bool) -> tuple[Array | None, list[Array]]:
+    """`y = [Y_0 | Y_1 | ... | Y_count]` (`Y_0` only if `own`) -> `Y_0` (or None) and the
+    operator blocks `Y_i`, `[N, c]` each (column slices: no copies)."""
+    c = y.shape[-1] // (count + own)
+    parts = [y[:, j * c:(j + 1) * c] for j in range(count + own)]
+    return (parts[0] if own else None), parts[own:]
+
+
+def _blocks_impl(graph: PreparedGraph, values: Sequence[Array], y: Array,
+                 bias: Array | None) -> Array:
+    own, ys = _blocks(y, len(values), bias is not None)
+    out = _aggregate_impl(graph, values, ys)
+    return out if own is None else own + bias + out
 
 
 @jax.custom_jvp
-def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, ys: tuple) -> Array:
-    return _aggregate_impl(graph, values, ys)
+def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, y: Array,
+               bias: Array | None) -> Array:
+    """`sum_i M_i Y_i` over the blocks of `y`, or `Y_0 + bias + sum_i M_i Y_i` with a bias."""
+    return _blocks_impl(graph, values, y, bias)
 
 
 def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> list[Array]:
@@ -361,22 +380,33 @@ def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> li
     return [out[:, :, j] for j in range(m)]
 
 
+def _pad_columns(x: Array, columns: int) -> Array:
+    return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, columns - x.shape[-1])])
+
+
 def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> Array:
     """`fn(b)` (an array shaped like `like`) for a linear `fn` of the tuple `b`, with
-    transpose `fn_transpose: like -> tuple`; see `custom_linear` for the embedding."""
+    transpose `fn_transpose: like -> tuple`; see `custom_linear` for the embedding.
+
+    An input with `like`'s rows and at least its columns holds the output in its first
+    columns (`Y_0 + ...` of a `[N, (1 + T) c]` input: its cotangent is then `fn_transpose`
+    of the output's, not that plus a padded copy)."""
+    cols = like.shape[-1]
     for j, leaf in enumerate(b):
-        if leaf.shape == like.shape and leaf.dtype == like.dtype:
+        if (leaf.shape[:-1] == like.shape[:-1] and leaf.shape[-1] >= cols
+                and leaf.ndim == like.ndim and leaf.dtype == like.dtype):
             def forward(v, j=j):
-                out = fn(v)
+                out = _pad_columns(fn(v), v[j].shape[-1])
                 return tuple(out if i == j else jnp.zeros_like(x) for i, x in enumerate(v))
 
-            solution = custom_linear(forward, lambda c, j=j: fn_transpose(c[j]), b)
+            solution = custom_linear(forward, lambda c, j=j: fn_transpose(c[j][..., :cols]),
+                                     b)
             # Tie the (zero) other outputs in, so that no cotangent of the solve is ever a
             # symbolic zero (its transpose rule cannot take one); XLA drops the zeros.
             return functools.reduce(
                 jnp.add, (0 * jnp.sum(x) for i, x in enumerate(solution) if i != j),
-                solution[j])
-    # No input has the output's shape: embed both in one flat vector.
+                solution[j][..., :cols])
+    # No input has the output's rows: embed both in one flat vector.
     sizes = [leaf.size for leaf in b]
     size = max(sum(sizes), like.size)
 
@@ -397,32 +427,54 @@ def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> 
 
 
 def _aggregate_jvp(primals, tangents):
-    graph, values, transposed, ys = primals
+    graph, values, transposed, y, bias = primals
     # The output depends on neither the layout (indices) nor `transposed`.
-    _, d_values, _, d_ys = tangents
-    out = _aggregate_impl(graph, values, ys)
-    live_y = [i for i, t in enumerate(d_ys) if not _is_zero(t)]
+    _, d_values, _, d_y, d_bias = tangents
+    out = _blocks_impl(graph, values, y, bias)
+    own, ys = _blocks(y, len(values), bias is not None)
+    y_live, bias_live = not _is_zero(d_y), not _is_zero(d_bias)
     live_v = [i for i, t in enumerate(d_values) if not _is_zero(t)]
-    if not (live_y or live_v) or graph.num_rows == 0:
+    b = ((d_y,) if y_live else ()) + ((d_bias,) if bias_live else ()) + tuple(
+        d_values[i] for i in live_v)
+    if not b or graph.num_rows == 0:  # no rows: no nodes, an empty output
         return out, jnp.zeros_like(out)
-    b = tuple(d_ys[i] for i in live_y) + tuple(d_values[i] for i in live_v)
-    split = len(live_y)
+    split = y_live + bias_live
 
     def tangent(v):
-        """`sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
-        return _aggregate_impl(graph, [values[i] for i in live_y] + list(v[split:]),
-                               list(v[:split]) + [ys[i] for i in live_v])
+        """`dY_0 + d bias + sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
+        d_own, d_ys = _blocks(v[0], len(values), own is not None) if y_live else (None, [])
+        inputs = d_ys + [ys[i] for i in live_v]
+        head = [t for t in (d_own, v[split - 1] if bias_live else None) if t is not None]
+        if inputs:
+            head.append(_aggregate_impl(graph, (list(values) if y_live else [])
+                                        + list(v[split:]), inputs))
+        return jnp.broadcast_to(functools.reduce(jnp.add, head), out.shape)
 
     def tangent_t(g):
-        """`M_i^T g` (one gather of `g` per slot column) and `<g[row], Y_i[neighbor]>`."""
-        g_ys = _transposed_per_node(graph, [transposed[i] for i in live_y], g) if live_y \
-            else []
-        return (tuple(g_ys) + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v])))
+        """`[g | M_1^T g | ...]` (one gather of `g` per slot column for all `M_i^T`), the
+        bias's sum over nodes, and `<g[row], Y_i[neighbor]>`."""
+        parts = []
+        if y_live:
+            g_ys = _transposed_per_node(graph, transposed, g)
+            parts.append(jnp.concatenate(([g] if own is not None else []) + g_ys, axis=-1))
+        if bias_live:
+            parts.append(jnp.sum(g, axis=0))
+        return tuple(parts) + tuple(_values_cotangent(graph, g, [ys[i] for i in live_v]))
 
     return out, _linear_map(tangent, tangent_t, b, out)
 
 
 _aggregate.defjvp(_aggregate_jvp, symbolic_zeros=True)
+
+
+def _checked_blocks(values: Sequence[Array], transposed: Sequence[Array], y: Array,
+                    own: int) -> None:
+    if len(values) != len(transposed) or not values:
+        raise ValueError(f"aggregate needs one transposed operator per operator and at least "
+                         f"one, got {len(values)} and {len(transposed)}")
+    if jnp.ndim(y) != 2 or y.shape[-1] % (len(values) + own):
+        raise ValueError(f"y of shape {tuple(jnp.shape(y))} does not split into "
+                         f"{len(values) + own} column blocks")
 
 
 def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequence[Array],
@@ -435,7 +487,8 @@ def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequenc
       transposed: `[R, K]` values of each `M_i^T` (`values_i` at the mirror slot: the
         values themselves for a symmetric operator, their negation for an
         antisymmetric one). Used only to transpose; no gradient flows through them.
-      ys: `[N, c]` inputs, one per operator, all of one shape.
+      ys: `[N, c]` inputs, one per operator, all of one shape (several are
+        concatenated; `mix_aggregate` takes them as blocks of one array).
 
     One pass gathers every `Y_i` row per slot; the transpose in `Y` gathers the
     cotangent once per slot column for all `M_i^T`. Bilinear: gradients reach the
@@ -445,7 +498,28 @@ def aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequenc
     shapes = {tuple(y.shape) for y in ys}
     if len(shapes) != 1:
         raise ValueError(f"aggregate needs inputs of one shape, got {sorted(shapes)}")
-    return _aggregate(layout_only(graph), tuple(values), tuple(transposed), ys)
+    y = ys[0] if len(ys) == 1 else jnp.concatenate(ys, axis=-1)
+    _checked_blocks(values, transposed, y, 0)
+    return _aggregate(layout_only(graph), tuple(values), tuple(transposed), y, None)
+
+
+def mix_aggregate(graph: PreparedGraph, values: Sequence[Array], transposed: Sequence[Array],
+                  y: Array, bias: Array) -> Array:
+    """`Y_0 + bias + sum_i M_i Y_i` for `y = [Y_0 | Y_1 | ... | Y_T]` `[N, (1 + T) c]` and
+    `bias [c]`: `[N, c]` (SWAN's field after its one `[N, d] x [d, (1 + T) c]` product).
+
+    `values`, `transposed` as in `aggregate`. The cotangent in `y` is one concatenation
+    `[g | M_1^T g | ... | M_T^T g]`: taking `Y_i` as column slices of `y` instead, the
+    transpose sums `T + 1` padded copies, which XLA's CPU backend fuses with the gathers
+    into a kernel that cost 3x the forward aggregation (the transfer-cpu step: 82 of 294
+    ms).
+    """
+    _checked_blocks(values, transposed, y, 1)
+    c = y.shape[-1] // (len(values) + 1)
+    if jnp.shape(bias) != (c,):
+        raise ValueError(f"bias has shape {tuple(jnp.shape(bias))}; expected ({c},) for "
+                         f"blocks of width {c}")
+    return _aggregate(layout_only(graph), tuple(values), tuple(transposed), y, bias)
 
 
 def layout_only(graph: PreparedGraph) -> PreparedGraph:

@@ -178,13 +178,11 @@ class SlotGraph:
         blocks = [self_matrix] + [t.matrix if t.scale is None else t.scale * t.matrix
                                   for t in terms]
         y = x @ jnp.concatenate(blocks, axis=1)
-        c = self_matrix.shape[-1]
         if not terms:
             return y + bias
         values = [parts[t.part][0] for t in terms]
         transposed = [parts[t.part][1] for t in terms]
-        inputs = [y[:, (i + 1) * c:(i + 2) * c] for i in range(len(terms))]
-        return y[:, :c] + bias + gather.aggregate(self.graph, values, transposed, inputs)
+        return gather.mix_aggregate(self.graph, values, transposed, y, bias)
 
     def aggregate(self, x: Array, *, row_scale: Array | None = None,
                   neighbor_scale: Array | None = None) -> Array:
