@@ -201,6 +201,16 @@ def test_a_gpu_slice_merges_cell_by_cell_into_a_tree_that_moved_on(tmp_path):
     assert merge_campaign(tar, here) == [f"{tar}: nothing newer than this tree"]
 
 
+def test_a_merged_cell_is_named_after_the_device_that_advanced_it_there():
+    from reproduce.campaign.merge import device_kind
+
+    # h200 came first in the dict (an earlier slice), the CPU advanced it this time
+    mine = {"seconds": {"h200": 40.0, "cpu-2core": 100.0}}
+    assert device_kind(mine, {"seconds": {"h200": 40.0, "cpu-2core": 900.0}}) == "cpu-2core"
+    assert device_kind(mine, {"seconds": {"h200": 90.0, "cpu-2core": 100.0}}) == "h200"
+    assert device_kind({}, {"seconds": {"h100": 5.0}}) == "h100"
+
+
 def test_no_cell_starts_when_no_program_could(tmp_path):
     """With less left than a program's first epoch, the campaign stops at once: no cell
     is visited only to report "no time for another program"."""
@@ -239,6 +249,14 @@ def test_command_line_refusals_are_one_line(tmp_path, capsys):
 
     with pytest.raises(SystemExit, match="--budget-minutes must be > 0"):
         main(["run", "--budget-minutes", "0"])
+    with pytest.raises(SystemExit, match="campaign: run takes no files .*did you mean merge"):
+        main(["run", str(tmp_path / "slice.tar")])
+    with pytest.raises(SystemExit, match="campaign: merge needs the .tar"):
+        main(["merge", "--no-render"])
+    (tmp_path / "slice.tar").write_bytes(b"not a tar")
+    with pytest.raises(SystemExit, match="campaign: .*slice.tar: not a readable tar"):
+        main(["merge", str(tmp_path / "slice.tar"), "--reproductions", str(tmp_path),
+              "--no-render"])
     with pytest.raises(SystemExit, match="campaign: .*missing.toml: no such plan file"):
         main(["status", "--plan", str(tmp_path / "missing.toml"), "--device-kind", "h200"])
     (tmp_path / "x.npz").write_bytes(b"not a bundle")

@@ -101,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from reproduce.campaign import bundle, loop
     from reproduce.results import ReproductionsError
 
+    if args.sources and args.command != "merge":
+        raise SystemExit(f"campaign: {args.command} takes no files ({args.sources[0]}); "
+                         f"did you mean merge?")
     if args.budget_minutes is not None and not args.budget_minutes > 0:
         raise SystemExit("campaign: --budget-minutes must be > 0")
     try:

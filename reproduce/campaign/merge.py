@@ -59,7 +59,7 @@ def merge_campaign(source: str | Path, opts) -> list[str]:
             mine = ours["cells"].get(entry.id) or {}
             if not other or other.get("updated", "") <= mine.get("updated", ""):
                 continue
-            line, taken = _take_cell(entry, other, root, runs, opts)
+            line, taken = _take_cell(entry, mine, other, root, runs, opts)
             if taken:
                 ours["cells"][entry.id] = _merged_state(mine, other)
             lines += [line] if line else []
@@ -114,7 +114,7 @@ def _unpacked(source: Path, tmp: Path) -> Path:
                       f"folder (or the .tar) a campaign wrote")
 
 
-def _take_cell(entry: Entry, other: Mapping[str, Any], root: Path,
+def _take_cell(entry: Entry, mine: Mapping[str, Any], other: Mapping[str, Any], root: Path,
                runs: Sequence[Mapping[str, Any]], opts) -> tuple[str | None, bool]:
     """Take `entry`'s newer work from the copy at `root`: (the line to print or None,
     whether it was taken)."""
@@ -122,7 +122,7 @@ def _take_cell(entry: Entry, other: Mapping[str, Any], root: Path,
     if any(work.rglob("run.json")):
         return (f"{entry.id}: not merged: it was trained here too ({work}); delete that "
                 f"folder to take the other machine's"), False
-    kind = _device_kind(other)
+    kind = device_kind(mine, other)
     if other.get("status") == "finished" and gather.is_done(entry, root, runs):
         name = _collect_finished(entry, kind, runs, opts)
         opts.bundle_path(entry).unlink(missing_ok=True)
@@ -136,10 +136,14 @@ def _take_cell(entry: Entry, other: Mapping[str, Any], root: Path,
     return None, False
 
 
-def _device_kind(info: Mapping[str, Any]) -> str:
-    """The device kind that last advanced a cell (its newest seconds entry)."""
-    seconds = info.get("seconds") or {}
-    return next(reversed(seconds)) if seconds else "unknown"
+def device_kind(mine: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """The device kind that advanced a cell on the other machine: the one whose seconds
+    grew there beyond this tree's (a dict's order says only which kind came first)."""
+    seconds, before = other.get("seconds") or {}, mine.get("seconds") or {}
+    grew = [k for k, v in seconds.items() if v > before.get(k, 0.0)]
+    if len(grew) == 1:
+        return grew[0]
+    return next(reversed(grew or list(seconds)), "unknown")
 
 
 def _merged_state(mine: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from reproduce.results.blocks import (
     device,
     table,
 )
+from reproduce.results.pending import runtime_protocol
 from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import RUNTIME, Run
 
@@ -52,8 +53,6 @@ def _line(name: str, counts: Mapping[str, int], runs: Sequence[Run]) -> list[str
 
 def _runtime_counts(paper: Mapping[str, Any], runs: Sequence[Run]) -> dict[str, int]:
     """The runtime table's models: full when some run timed whole epochs of it."""
-    from reproduce.results.pending import runtime_protocol
-
     out = {"full": 0, "reduced": 0, "not run": 0, "not implemented": 0}
     for model in (paper.get("runtimes") or {}).get("values", {}):
         timed = [run for run in runs if (run.results.get("models") or {}).get(model)]

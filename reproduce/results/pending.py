@@ -18,6 +18,7 @@ from reproduce.results.blocks import (
     NOT_RUN,
     cell_facts,
     cell_rows,
+    device,
     table,
 )
 from reproduce.results.protocol import paper_cell_points
@@ -88,8 +89,6 @@ def _seconds(value: Any) -> str:
 
 
 def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
-    from reproduce.results.blocks import device
-
     rows = []
     for model, theirs in paper_values.items():
         found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
