@@ -405,6 +405,36 @@ def test_mix_cotangent_is_one_concatenation_not_a_sum_of_padded_blocks(x64):
     assert hlo_has(grads["slices hlo"], "pad")  # so this test can fail
 
 
+@pytest.mark.parametrize("overflow", [False, True])
+def test_unrolled_and_one_gather_slot_passes_agree(x64, monkeypatch, overflow):
+    """Slot widths up to `UNROLL_SLOTS` take one gather per slot column, wider ones one
+    `[R, K, c]` gather: both branches give the same aggregation and the same cotangents in
+    `y`, the values and the bias (GraphProp's K = 14 takes the second since it is 8), with
+    and without overflow rows."""
+    plain = random_undirected(np.random.default_rng(28), 12)
+    max_degree = int(np.bincount(np.asarray(plain.receivers)).max())
+    width = 2 if overflow else max_degree
+    graph = jax.tree_util.tree_map(jnp.asarray, prepared(plain, slot_width=width))
+    assert (graph.num_overflow > 0) == overflow and width >= 2
+    ops = sj.graph.slots.slot_operators(graph, "sym", dtype=jnp.float64)
+    rng = np.random.default_rng(29)
+    y, bias = jnp.asarray(rng.normal(size=(12, 9))), jnp.asarray(rng.normal(size=3))
+
+    def loss(y, bias, phi, psi):
+        return jnp.sum(jnp.sin(gather.mix_aggregate(graph, (phi, psi), (phi, -psi), y, bias)))
+
+    results = {}
+    for unroll in (width, width - 1):  # the unrolled branch, then the one-gather branch
+        monkeypatch.setattr(gather, "UNROLL_SLOTS", unroll)
+        fn = jax.jit(jax.value_and_grad(lambda *a: loss(*a), (0, 1, 2, 3)))  # traced anew
+        results[unroll] = fn(y, bias, ops.phi, ops.psi)
+        hlo = fn.lower(y, bias, ops.phi, ops.psi).as_text()
+        gathers = len(re.findall(r"stablehlo\.gather|\"stablehlo.gather\"", hlo))
+        results[f"{unroll} gathers"] = gathers
+    assert results[f"{width} gathers"] > results[f"{width - 1} gathers"]  # two branches ran
+    assert_close(results[width], results[width - 1])
+
+
 # --- bad inputs --------------------------------------------------------------------
 
 

@@ -38,8 +38,12 @@ from swan_jax.graph.prepared import PreparedGraph
 Array = jax.Array
 
 # Slot widths up to this are unrolled into one gather per slot column (measured faster
-# on CPU than one [R, K, c] gather); wider layouts gather every slot at once.
-UNROLL_SLOTS = 16
+# on CPU than one [R, K, c] gather at Peptides-func's and transfer's K = 3); wider layouts
+# gather every slot at once. At GraphProp's K = 14 unrolling lost: a 3-step training epoch
+# (2 seeds, hidden 20, 10 layers; benchmarks.epoch_anatomy's workload) took 1.08-1.13 s
+# unrolled against 0.98-1.00 s gathered at once, and compiled in 25 s against 14 s
+# (2026-11-27, 2-core CPU, interleaved runs).
+UNROLL_SLOTS = 8
 
 
 def _identity(v):

@@ -11,7 +11,6 @@ and updates early stopping; `_after_epoch` records, checkpoints and reports;
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -51,7 +50,7 @@ from swan_jax.train._state import (
     RunState,
     epochs_run,
     fresh_state,
-    init_runs,
+    init_program,
     mark_diverged,
     record_epoch,
 )
@@ -133,8 +132,8 @@ def _capped_batch_size(cfg: TrainConfig, train_graphs: int) -> int:
 def _initial_state(prog: _Program) -> tuple[RunState, int]:
     """Budgets checked on shapes (nothing compiled yet), then every run initialised."""
     cfg, seeds = prog.cfg, [s for _, s in prog.runs]
-    init = functools.partial(init_runs, prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
-    shapes = jax.eval_shape(init)
+    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
     num_params = tree_size(shapes[0]) // len(seeds)
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
@@ -146,7 +145,7 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
                                       step_batch, split_mask=prog.split_mask)
         _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
                                   prog.budget)
-    params, opt_state = init()
+    params, opt_state = init(*init_args)
     prog.hp = prog.place.state(prog.hp)
     prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import flax.struct
@@ -64,15 +64,25 @@ class RunState:
             self, **dict(device), **{k: np.asarray(host[k], kinds[k]) for k in HOST_FIELDS})
 
 
-def init_runs(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
-              seeds: Sequence[int], hp: Mapping[str, Array]):
-    """Parameters and optimiser states of every run, stacked on a leading `[runs]` axis."""
+def init_program(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
+                 seeds: Sequence[int], hp: Mapping[str, Array]) -> tuple[Callable, tuple]:
+    """The jitted initialisation of every run and its arguments: `fn(*args)` gives what
+    `init_runs` gives. One function object, so that `jax.eval_shape(fn, *args)` before
+    the call shares its trace with the call (Flax's `init` traces the whole forward
+    pass, the ODE solve included)."""
     def init_one(key, h):
         params = model_fn(h).init(key, graph)
         return params, make_tx(cfg, h).init(params)
 
     keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
-    return jax.jit(jax.vmap(init_one))(keys, hp)
+    return jax.jit(jax.vmap(init_one)), (keys, hp)
+
+
+def init_runs(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
+              seeds: Sequence[int], hp: Mapping[str, Array]):
+    """Parameters and optimiser states of every run, stacked on a leading `[runs]` axis."""
+    fn, args = init_program(model_fn, cfg, graph, seeds, hp)
+    return fn(*args)
 
 
 def fresh_state(params, opt_state, plateau, mode: str) -> RunState:
