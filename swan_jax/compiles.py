@@ -23,6 +23,7 @@ class CompileCounter:
         self.compiles = 0
         self.traces = 0
         self.compiled: list[str] = []  # names of the compiled functions, in order
+        self.traced: list[str] = []  # names of the traced functions, in order
 
     def _listen(self, event: str, duration: float, **kwargs: object) -> None:
         if event == _COMPILE:
@@ -30,6 +31,7 @@ class CompileCounter:
             self.compiled.append(str(kwargs.get("fun_name", "?")))
         elif event == _TRACE:
             self.traces += 1
+            self.traced.append(str(kwargs.get("fun_name", "?")))
 
     def __enter__(self) -> CompileCounter:
         jax.monitoring.register_event_duration_secs_listener(self._listen)

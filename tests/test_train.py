@@ -68,6 +68,9 @@ def test_vmapped_runs_equal_runs_one_by_one_and_compile_only_in_the_first_epoch(
         together = train(model_fn, data, cfg, GRID)
     # Fixed padded shapes: epochs 2 and 3 trace and compile nothing new.
     assert per_epoch[0]["compiles"] > 0
+    # The initialisation (Flax's init traces the forward pass) is traced once: its shapes,
+    # checked before anything compiles, come from the trace the call then uses.
+    assert [name for name in counter.traced if name.startswith("init")] == ["init_one"]
     assert per_epoch[2] == per_epoch[0]
     # Run 3 is (second grid point, seed 1): the far corner of the stacked axis.
     alone = train(model_fn, data, TrainConfig(epochs=3, batch_size=4, seeds=(1,),
