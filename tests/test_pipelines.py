@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 import time
 
 import jax
@@ -13,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import swan_jax.train._pipeline as pipeline_module
 from swan_jax.compiles import CompileCounter
 from swan_jax.data.batching import budget_for, iterate_batches
 from swan_jax.data.dataset import GraphDataset
@@ -120,9 +122,19 @@ def test_validation_and_test_share_one_compiled_evaluation():
     parts = {"train": data.subset(range(12)), "val": data.subset(range(12, 15)),
              "test": data.subset(range(15, 21))}
     cfg = TrainConfig(epochs=2, batch_size=2, progress=False)
-    with CompileCounter() as counter:
+    assembled = []  # who traced a device batch assembly: the training chunk, the evaluation
+    real_assemble = pipeline_module.assemble
+
+    def counting(*args, **kwargs):
+        assembled.append(sys._getframe(1).f_code.co_name)
+        return real_assemble(*args, **kwargs)
+
+    with CompileCounter() as counter, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline_module, "assemble", counting)
         device, host = _both(parts, cfg, GRID[:1])
     assert counter.compiled.count("jit(_eval_split)") == 1, counter.compiled
+    # ... traced once: the padding steps' zeros take their shapes from that same trace
+    assert assembled.count("one") == 1, assembled
     np.testing.assert_allclose([h["val"] for h in device.history],
                                [h["val"] for h in host.history], rtol=1e-5)
     np.testing.assert_allclose([r["test"] for r in device.runs],

@@ -209,6 +209,7 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
                 params, hp, data: DeviceData, ids, real):
     """One scan over a split's batches: metric sums (`metric`) or predictions per batch;
     padding steps (`real` False) are skipped and count for nothing."""
+    @jax.jit  # one function object: `skip`'s shapes reuse the trace `cond` makes of it
     def one(step_ids):
         batch = assemble(data, step_ids, budget)
         pred = predict_fn(params, hp, batch)
