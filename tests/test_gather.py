@@ -7,6 +7,7 @@ exists for: no scatter in the compiled gradient of `solve`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -341,6 +342,15 @@ def hlo_has(text: str, opcode: str) -> bool:
     return re.search(rf"\s{opcode}\(", text) is not None
 
 
+@functools.cache
+def segment_gradient_hlo(variant: str) -> str:
+    """The positive control of the no-scatter test: the segment-sum path's compiled
+    gradient on its graph, which is the same for every slot width (`plain_graph` gives
+    back the graph `prepare_graph` took), so one compile per variant serves them all."""
+    return compiled_gradient_hlo(variant, sj.plain_graph(prepared(awkward(
+        np.random.default_rng(24)))))
+
+
 def compiled_gradient_hlo(variant: str, graph) -> str:
     cfg = sj.SWANConfig(variant=variant)
     params = sj.init_params(jax.random.PRNGKey(0), 8, cfg)
@@ -362,7 +372,10 @@ def test_compiled_gradient_of_solve_has_no_scatter(variant, width):
     assert hlo_has(text, "gather")  # the aggregations are there ...
     assert not hlo_has(text, "scatter")  # ... and none of them, forward or backward, scatters
     # The segment-sum reference path does scatter, so this test can fail.
-    assert hlo_has(compiled_gradient_hlo(variant, sj.plain_graph(graph)), "scatter")
+    assert all(np.array_equal(a, b) for a, b in zip(
+        sj.plain_graph(graph), sj.plain_graph(prepared(awkward(np.random.default_rng(24)))),
+        strict=True))  # the cached control is this graph's
+    assert hlo_has(segment_gradient_hlo(variant), "scatter")
 
 
 def test_gcn_processor_gradient_has_no_scatter():
@@ -408,9 +421,10 @@ def test_mix_cotangent_is_one_concatenation_not_a_sum_of_padded_blocks(x64):
 @pytest.mark.parametrize("overflow", [False, True])
 def test_unrolled_and_one_gather_slot_passes_agree(x64, monkeypatch, overflow):
     """Slot widths up to `UNROLL_SLOTS` take one gather per slot column, wider ones one
-    `[R, K, c]` gather: both branches give the same aggregation and the same cotangents in
-    `y`, the values and the bias (GraphProp's K = 14 takes the second since it is 8), with
-    and without overflow rows."""
+    `[R, K, c]` gather; unrolled transposes of widths from `STORE_TRANSPOSES_FROM` on are
+    stored before their concatenation. All three give the same aggregation and the same
+    cotangents in `y`, the values and the bias (GraphProp's K = 14 is unrolled and
+    stored), with and without overflow rows."""
     plain = random_undirected(np.random.default_rng(28), 12)
     max_degree = int(np.bincount(np.asarray(plain.receivers)).max())
     width = 2 if overflow else max_degree
@@ -423,16 +437,22 @@ def test_unrolled_and_one_gather_slot_passes_agree(x64, monkeypatch, overflow):
     def loss(y, bias, phi, psi):
         return jnp.sum(jnp.sin(gather.mix_aggregate(graph, (phi, psi), (phi, -psi), y, bias)))
 
-    results = {}
-    for unroll in (width, width - 1):  # the unrolled branch, then the one-gather branch
+    results, counts = {}, {}
+    branches = {"unrolled": (width, width + 1), "stored": (width, width),
+                "one gather": (width - 1, width + 1)}
+    for name, (unroll, store_from) in branches.items():
         monkeypatch.setattr(gather, "UNROLL_SLOTS", unroll)
+        monkeypatch.setattr(gather, "STORE_TRANSPOSES_FROM", store_from)
         fn = jax.jit(jax.value_and_grad(lambda *a: loss(*a), (0, 1, 2, 3)))  # traced anew
-        results[unroll] = fn(y, bias, ops.phi, ops.psi)
+        results[name] = fn(y, bias, ops.phi, ops.psi)
         hlo = fn.lower(y, bias, ops.phi, ops.psi).as_text()
-        gathers = len(re.findall(r"stablehlo\.gather|\"stablehlo.gather\"", hlo))
-        results[f"{unroll} gathers"] = gathers
-    assert results[f"{width} gathers"] > results[f"{width - 1} gathers"]  # two branches ran
-    assert_close(results[width], results[width - 1])
+        counts[name] = {op: len(re.findall(rf"stablehlo\.{op}\b", hlo))
+                        for op in ("gather", "while")}
+    # the three branches ran: per-column gathers, then the stored transposes' loops
+    assert counts["unrolled"]["gather"] > counts["one gather"]["gather"]
+    assert counts["stored"]["while"] > counts["unrolled"]["while"]
+    assert_close(results["unrolled"], results["one gather"])
+    assert_close(results["stored"], results["one gather"])
 
 
 # --- bad inputs --------------------------------------------------------------------

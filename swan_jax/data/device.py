@@ -29,6 +29,7 @@ import numpy as np
 from swan_jax.data.batching import Batch, Budget, data_closure, pack
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.graph import PreparedGraph, overflow_rows
+from swan_jax.graph.gather import opaque_identity
 
 
 class SlotRows(NamedTuple):
@@ -373,8 +374,11 @@ def assemble(data: DeviceData, ids: jax.Array, budget: Budget) -> Batch:
                               receivers=ends[1], n_node=counts[0], n_edge=counts[1],
                               globals=None)
     if budget.slot_width is not None:
-        graph = PreparedGraph(*graph, **_layout(data, where, budget,
-                                                budget.n_edge - real_edges))
+        # Stored once (an opaque identity): XLA would otherwise fuse the layout's index
+        # arithmetic (offsets, cumulative sums) into every kernel that gathers with it
+        # and redo it per element and per slot column.
+        layout = _layout(data, where, budget, budget.n_edge - real_edges)
+        graph = PreparedGraph(*graph, **opaque_identity(layout))
     graph_targets = None
     if data.graph_targets is not None:
         graph_targets = jnp.concatenate([data.graph_targets[ids],

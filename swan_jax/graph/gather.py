@@ -37,13 +37,21 @@ from swan_jax.graph.prepared import PreparedGraph
 
 Array = jax.Array
 
-# Slot widths up to this are unrolled into one gather per slot column (measured faster
-# on CPU than one [R, K, c] gather at Peptides-func's and transfer's K = 3); wider layouts
-# gather every slot at once. At GraphProp's K = 14 unrolling lost: a 3-step training epoch
-# (2 seeds, hidden 20, 10 layers; benchmarks.epoch_anatomy's workload) took 1.08-1.13 s
-# unrolled against 0.98-1.00 s gathered at once, and compiled in 25 s against 14 s
-# (2026-11-27, 2-core CPU, interleaved runs).
-UNROLL_SLOTS = 8
+# Slot widths up to this are unrolled into one gather per slot column, in the forward
+# aggregation and in its transpose; wider layouts gather every slot at once and contract
+# with a batched `[1, K] x [K, c]` product per row, which XLA's CPU backend runs at about
+# 2 GFLOP/s. At GraphProp's K = 14 the unrolled kernels, with the transposes stored before
+# they are concatenated (`STORE_TRANSPOSES_FROM`), took a 3-step training epoch (2 seeds,
+# hidden 20, 10 layers; benchmarks.epoch_anatomy's workload) from 1.03-1.16 s to
+# 0.78-0.87 s and a validation pass from 0.21 s to 0.15 s, for 8 s more compile
+# (2026-11-27, 2-core CPU, interleaved runs; BENCHMARKS.md). Unrolled without storing, the
+# transposes lost (1.08-1.13 s against 0.98-1.00 s): see `_slot_rows_transposed`.
+UNROLL_SLOTS = 16
+# From this slot width on, the unrolled transposes are stored (`materialize`) before the
+# cotangent concatenation reads them: otherwise XLA fuses their K gathers into that
+# concatenation and emits them per element (measured 3-5x the same gathers alone at
+# K = 14). Narrower layouts keep them fused (no gain measured at transfer's K = 3).
+STORE_TRANSPOSES_FROM = 9
 
 
 def _identity(v):
@@ -79,7 +87,7 @@ def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
     return out[:out_rows]
 
 
-def _opaque_identity(tree):
+def opaque_identity(tree):
     """The identity, through a loop XLA cannot see through (its trip count is data)."""
     leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     if not leaves:
@@ -103,33 +111,46 @@ def materialize(tree):
     them per output element; operator values used by every step must not be.
 
     Per array, a linear identity (so `grad`, `jvp`, `vmap` pass through) whose forward,
-    tangent and transpose go through `_opaque_identity`. (`jax.lax.optimization_barrier`
+    tangent and transpose go through `opaque_identity`. (`jax.lax.optimization_barrier`
     is dropped by XLA's CPU pipeline before fusion.)
     """
     return jax.tree_util.tree_map(
-        lambda leaf: custom_linear(_opaque_identity, _opaque_identity, leaf), tree)
+        lambda leaf: custom_linear(opaque_identity, opaque_identity, leaf), tree)
 
 
 # --- implementations (plain gathers; callers go through the linear maps below) -------
 
 
 def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
-    """Within each node's run of overflow rows, the running `combine`: `[O, c]`."""
-    flags = graph.overflow_first
+    """Within each node's run of overflow rows, the running `combine`: `[O, c]`.
 
-    def step(a, b):
-        flag_a, value_a = a
-        flag_b, value_b = b
-        return flag_a | flag_b, jnp.where(flag_b[:, None], value_b, combine(value_a, value_b))
+    Doubling passes (row `i` takes in row `i - stride` of its run, stride 1, 2, 4, ...) in
+    a loop that ends once no run reaches back `stride` rows: `ceil(log2)` of the longest
+    run (a real node owns a few overflow rows; a batch's unused rows, all the padding
+    node's, make one run). `lax.associative_scan` took 2 log2(O) levels of small kernels
+    whatever the runs, about a quarter of a GraphProp training step on the 2-core CPU
+    (BENCHMARKS.md). The loop's output is stored, so no consumer recomputes the scan.
+    """
+    rows = jnp.arange(overflow.shape[0])
+    run = jnp.cumsum(graph.overflow_first.astype(jnp.int32))  # each row's run
 
-    return jax.lax.associative_scan(step, (flags, overflow))[1]
+    def reaches(stride):  # the rows whose run goes back at least `stride` rows
+        return (rows >= stride) & (run[jnp.maximum(rows - stride, 0)] == run)
+
+    def body(carry):
+        stride, x = carry
+        back = x[jnp.maximum(rows - stride, 0)]
+        return stride * 2, jnp.where(reaches(stride)[:, None], combine(back, x), x)
+
+    def more(carry):
+        return (carry[0] < overflow.shape[0]) & jnp.any(reaches(carry[0]))
+
+    return jax.lax.while_loop(more, body, (jnp.int32(1), overflow))[1]
 
 
 def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
-    """Per node, `combine` over its overflow rows, or 0 without any: `[N, c]`. The scan
-    over the (few) overflow rows is stored before it is gathered, so that XLA does not
-    redo it inside the node-sized consumer for every element."""
-    scanned = _opaque_identity(_segmented_scan(graph, overflow, combine))
+    """Per node, `combine` over its overflow rows, or 0 without any: `[N, c]`."""
+    scanned = _segmented_scan(graph, overflow, combine)
     return jnp.where(graph.has_overflow[:, None], scanned[graph.overflow_last], 0)
 
 
@@ -317,6 +338,8 @@ def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: 
         for i, v in enumerate(transposed):
             term = v[:, k, None] * column
             outs[i] = term if outs[i] is None else outs[i] + term
+    if graph.slot_width >= STORE_TRANSPOSES_FROM:
+        return list(materialize(outs))
     return outs
 
 
