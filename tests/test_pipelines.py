@@ -16,10 +16,10 @@ import pytest
 
 import swan_jax.train._pipeline as pipeline_module
 from swan_jax.compiles import CompileCounter
-from swan_jax.data.batching import budget_for, iterate_batches
+from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.data.device import assemble, epoch_ids, place_dataset
-from swan_jax.train import NodeSplit, TrainConfig, TrainingInterrupted, train
+from swan_jax.train import NodeSplit, TrainConfig, TrainingInterrupted, _loop, train
 from swan_jax.train._pipeline import _prefetch
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
 
@@ -139,6 +139,36 @@ def test_validation_and_test_share_one_compiled_evaluation():
                                [h["val"] for h in host.history], rtol=1e-5)
     np.testing.assert_allclose([r["test"] for r in device.runs],
                                [r["test"] for r in host.runs], rtol=1e-5)
+
+
+def test_evaluation_batches_fit_the_evaluated_splits_not_the_training_batch():
+    """Splits of 3 and 6 graphs with a training batch of 12 are evaluated in batches of
+    3 (one step and two, no padded slots) instead of a 12-graph batch each, with the same
+    numbers as evaluation in training batches."""
+    assert eval_batch_size([160, 320], 512) == 160  # GraphProp's CPU protocol
+    assert eval_batch_size([2331, 2331], 64) == 63  # LRGB: 37 steps either way
+    assert eval_batch_size([5, 7], 2) == 2 and eval_batch_size([], 8) == 1
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        eval_batch_size([3], 0)
+    data = line_swap_dataset(num_graphs=21)
+    parts = {"train": data.subset(range(12)), "val": data.subset(range(12, 15)),
+             "test": data.subset(range(15, 21))}
+    cfg = TrainConfig(epochs=2, batch_size=12, progress=False, pipeline="device")
+    prog = _loop._Program(model_fn, parts, cfg, GRID[:1])
+    _loop._initial_state(prog)
+    filler = {k: len(parts[k]) for k in ("val", "test")}
+    real = {}  # graphs per evaluation step that runs (padding steps are skipped)
+    for k, (ids, ok) in prog.pipeline.eval_ids.items():
+        real[k] = [int((step < filler[k]).sum()) for step in np.asarray(ids)[np.asarray(ok)]]
+    assert prog.setup.eval_batch_size == 3 and real == {"val": [3], "test": [3, 3]}
+    sized = train(model_fn, parts, cfg, GRID[:1])
+    with pytest.MonkeyPatch.context() as mp:  # evaluation in training batches, as before
+        mp.setattr(_loop._Program, "_evaluation_batches", lambda self: {})
+        whole = train(model_fn, parts, cfg, GRID[:1])
+    np.testing.assert_allclose([h["val"] for h in sized.history],
+                               [h["val"] for h in whole.history], rtol=1e-6)
+    np.testing.assert_allclose([r["test"] for r in sized.runs],
+                               [r["test"] for r in whole.runs], rtol=1e-6)
 
 
 def test_the_device_pipeline_compiles_only_in_the_first_epoch():

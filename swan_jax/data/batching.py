@@ -218,6 +218,23 @@ def budget_for(datasets: GraphDataset | list[GraphDataset], batch_size: int,
                   n_pair=_round_up(pairs) if prepared else 0)
 
 
+def eval_batch_size(split_sizes: list[int], batch_size: int) -> int:
+    """Graphs per evaluation batch for splits of `split_sizes` graphs: the fewest steps
+    that hold the smallest split, evened out (`ceil(S / ceil(S / batch_size))`).
+
+    Evaluation pads its last batch; a split smaller than the training batch would
+    otherwise take a whole training batch of slots (GraphProp's CPU protocol: 160 and 320
+    graphs in batches of 512, 1,024 slots for 480 graphs), and LRGB's 2,331 graphs take
+    37 batches of 63 instead of 37 of 64. At most `batch_size`; 1 without splits.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    smallest = min((s for s in split_sizes if s > 0), default=0)
+    if smallest == 0:
+        return min(batch_size, 1)
+    return math.ceil(smallest / math.ceil(smallest / batch_size))
+
+
 def pack(dataset: GraphDataset, order: np.ndarray, batch_size: int, budget: Budget
          ) -> list[np.ndarray]:
     """Split `order` into runs of graphs that fit the budget (at most `batch_size` each)."""

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swan_jax.data.batching import budget_for, iterate_batches
+from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
 from swan_jax.pytrees import tree_size
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
@@ -92,8 +92,20 @@ class _Program:
                            step_function(model_fn, cfg, self.place, split_mask=self.split_mask),
                            predict_function(model_fn, self.place), metric=cfg.metric,
                            level=cfg.task_level, split_mask=self.split_mask,
-                           data_seed=cfg.data_seed)
+                           data_seed=cfg.data_seed, **self._evaluation_batches())
         self.pipeline = None  # chosen after the memory check (`_initial_state`)
+
+    def _evaluation_batches(self) -> dict[str, Any]:
+        """Evaluation's batch size (`eval_batch_size`: no split pads a whole training
+        batch) and a budget every such batch fits (`fill_quantile=1`), with the training
+        layout's slot width; the training ones when batches are sharded over devices."""
+        evaluated = [d for k, d in self.data.items() if k != "train"]
+        if self.place.sharded or not evaluated:
+            return {}
+        size = eval_batch_size([len(d) for d in evaluated], self.batch_size)
+        budget = budget_for(evaluated, size, fill_quantile=1.0,
+                            slot_width=self.budget.slot_width)
+        return {"eval_batch_size": size, "eval_budget": budget}
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
         return self.pipeline.evaluate(params, hp, split)

@@ -60,8 +60,16 @@ class Setup:
 
     def __init__(self, data: Mapping[str, GraphDataset], batch_size: int, budget: Budget,
                  place: Placement, step_fn: Callable, predict_fn: Callable, *,
-                 metric: str | Metric, level: str, split_mask: bool, data_seed: int):
+                 metric: str | Metric, level: str, split_mask: bool, data_seed: int,
+                 eval_batch_size: int | None = None, eval_budget: Budget | None = None):
+        """`eval_batch_size`, `eval_budget`: the evaluated splits' batches (default: the
+        training ones); same slot width as `budget` (the placed arrays serve both)."""
         self.data, self.batch_size, self.budget, self.place = data, batch_size, budget, place
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.eval_budget = eval_budget or budget
+        if self.eval_budget.slot_width != budget.slot_width:
+            raise ValueError(f"eval_budget has slot width {self.eval_budget.slot_width}, the "
+                             f"training budget {budget.slot_width}: they must agree")
         self.step_fn, self.predict_fn = step_fn, predict_fn
         # a built-in by name (its own code path), a caller's `Metric` as itself
         self.metric, self.level, self.split_mask = metric_key(metric), level, split_mask
@@ -108,8 +116,8 @@ class DevicePipeline:
         arrays = {**arrays, **dict(zip(evaluated, same_shapes([arrays[k] for k in evaluated]),
                                        strict=True))}
         self.placed = {k: jax.device_put(a) for k, a in arrays.items()}
-        self.eval_ids = _padded_steps({k: epoch_ids(setup.data[k], setup.budget,
-                                                    setup.batch_size) for k in evaluated})
+        self.eval_ids = _padded_steps({k: epoch_ids(setup.data[k], setup.eval_budget,
+                                                    setup.eval_batch_size) for k in evaluated})
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
         self._ids: dict[int, np.ndarray] = {}
         self.chunk = None
@@ -120,11 +128,11 @@ class DevicePipeline:
         self.device_metric = isinstance(metric, Metric) and metric.on_device
         if self.device_metric:
             self._eval = jax.jit(functools.partial(
-                _eval_scores, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
+                _eval_scores, setup.predict_fn, setup.eval_budget, setup.level, setup.split_mask,
                 metric))
         else:
             self._eval = jax.jit(functools.partial(
-                _eval_split, setup.predict_fn, setup.budget, setup.level, setup.split_mask,
+                _eval_split, setup.predict_fn, setup.eval_budget, setup.level, setup.split_mask,
                 metric if metric in DEVICE_METRICS else None))
 
     def epoch_ids(self, epoch: int) -> np.ndarray:
@@ -251,7 +259,8 @@ class HostPipeline:
         self.setup = setup
         place = setup.place
         self.eval_batches = {
-            k: [place.batch(b) for b in place.batches(d, setup.batch_size, setup.budget)]
+            k: [place.batch(b) for b in place.batches(d, setup.eval_batch_size,
+                                                      setup.eval_budget)]
             for k, d in setup.data.items() if k != "train"}
         self._train = jax.jit(setup.step_fn)  # no donation: see `DevicePipeline`
         self._predict = jax.jit(setup.predict_fn)
