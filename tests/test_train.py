@@ -20,6 +20,7 @@ from swan_jax.compiles import CompileCounter
 from swan_jax.data.batching import budget_for, iterate_batches
 from swan_jax.losses import weighted_cross_entropy
 from swan_jax.train import TrainConfig, TrainingDiverged, train
+from tests import train_script
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,8 +91,12 @@ def _run_script(tmp, name, epochs, resume=False):
 
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
     epochs = 8
-    cmd, full_out = _run_script(tmp_path, "full", epochs)
-    subprocess.run(cmd, check=True, cwd=ROOT, timeout=300)
+    # The uninterrupted reference is the script's own `main`, run in this process (same
+    # settings, environment and compilation cache as the script's processes): only the
+    # killed run and its resume need processes of their own, and a third interpreter
+    # start-up cost seconds. A reference that differed from a fresh process would fail.
+    _, full_out = _run_script(tmp_path, "full", epochs)
+    train_script.main([str(tmp_path / "ck_full"), str(full_out), str(epochs)])
     cmd, out = _run_script(tmp_path, "killed", epochs)
     proc = subprocess.Popen(cmd, cwd=ROOT)
     ck = tmp_path / "ck_killed"
