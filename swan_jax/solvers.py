@@ -448,6 +448,22 @@ def _stepping(solver, diffrax_solver: diffrax.AbstractSolver, default_adaptive: 
     return adaptive
 
 
+def _root_find_tolerances(solver: diffrax.AbstractImplicitSolver, rtol: float, atol: float
+                          ) -> diffrax.AbstractImplicitSolver:
+    """An implicit solver whose root finder takes `rtol`, `atol` (and the RMS norm, as
+    diffrax's PID controller does) where it would take them from an adaptive step-size
+    controller: with fixed steps there is none, and diffrax stops with an error (or, in
+    our own step loop, a TypeError) instead. Tolerances the caller set stay."""
+    finder = solver.root_finder
+    unset = [a for a in ("rtol", "atol", "norm")
+             if type(getattr(finder, a, None)).__name__ == "_UseStepSizeTol"]
+    if not unset:
+        return solver
+    given = {"rtol": rtol, "atol": atol, "norm": diffrax.PIDController(rtol=rtol, atol=atol).norm}
+    return eqx.tree_at(lambda s: tuple(getattr(s.root_finder, a) for a in unset), solver,
+                       tuple(given[a] for a in unset))
+
+
 def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max_steps,
            save_trajectory, controller, saveat):
     diffrax_solver, default_adaptive = make_solver(solver)
@@ -462,6 +478,8 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
     times = layer_times(cfg, x0.dtype)
     if isinstance(diffrax_solver, diffrax.AbstractImplicitSolver):  # shapes are static here
         check_implicit_size(name, x0.shape, x0.dtype.itemsize)
+        if not adaptive:
+            diffrax_solver = _root_find_tolerances(diffrax_solver, rtol, atol)
     layer_steps = not adaptive and controller is None
     if layer_steps and max_steps is not None and max_steps < cfg.num_layers:
         raise ValueError(f"max_steps={max_steps} is below num_layers={cfg.num_layers}: a "

@@ -199,6 +199,20 @@ def test_every_named_solver_integrates_to_t1(solver, x64):
     assert np.max(np.abs(np.asarray(got - fine))) < tol
 
 
+def test_an_implicit_solver_takes_fixed_layer_steps_with_the_solve_tolerances(x64):
+    """`adaptive=False` with kvaerno3: one implicit step per layer, its root find held to
+    the solve's `rtol` / `atol` (diffrax takes them from an adaptive controller, and
+    without one it failed: "Type of `other` not understood"). Third order at
+    dt = 0.02: close to the fine solution, and a finite gradient."""
+    cfg, graph, params, x0, fine = _t1_problem()
+    got = sj.solve(params, graph, x0, cfg, solver="kvaerno3", adaptive=False, rtol=1e-10,
+                   atol=1e-12)
+    assert np.max(np.abs(np.asarray(got - fine))) < 1e-5
+    grad = jax.grad(lambda p: jnp.sum(sj.solve(p, graph, x0, cfg, solver="kvaerno3",
+                                               adaptive=False) ** 2))(params)
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(grad))
+
+
 def test_any_diffrax_solver_instance_is_accepted(x64):
     import diffrax
 
