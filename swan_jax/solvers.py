@@ -464,6 +464,21 @@ def _root_find_tolerances(solver: diffrax.AbstractImplicitSolver, rtol: float, a
                        tuple(given[a] for a in unset))
 
 
+def _check_one_float_dtype(name: str, params, x0: Array) -> None:
+    """Refuse parameters of another float dtype than the state for the continuous adjoint
+    of an implicit solver: its root find linearises state and parameter cotangents as one
+    vector, which lineax refuses with a traceback ("unravel function given array of dtype
+    float32, but expected dtype float64")."""
+    other = sorted({str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(params)
+                    if jnp.issubdtype(leaf.dtype, jnp.floating)} - {str(x0.dtype)})
+    if other:
+        raise ValueError(
+            f"adjoint 'backsolve' with the implicit solver {name!r} needs the parameters in "
+            f"the state's dtype {x0.dtype}, but they hold {', '.join(other)}: cast them "
+            f"(jax.tree_util.tree_map(lambda a: a.astype(x0.dtype), params)) or use adjoint "
+            f"'recursive' or 'direct'")
+
+
 def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max_steps,
            save_trajectory, controller, saveat):
     diffrax_solver, default_adaptive = make_solver(solver)
@@ -480,6 +495,8 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
         check_implicit_size(name, x0.shape, x0.dtype.itemsize)
         if not adaptive:
             diffrax_solver = _root_find_tolerances(diffrax_solver, rtol, atol)
+        if adjoint == "backsolve":
+            _check_one_float_dtype(name, params, x0)
     layer_steps = not adaptive and controller is None
     if layer_steps and max_steps is not None and max_steps < cfg.num_layers:
         raise ValueError(f"max_steps={max_steps} is below num_layers={cfg.num_layers}: a "

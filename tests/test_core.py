@@ -213,6 +213,30 @@ def test_an_implicit_solver_takes_fixed_layer_steps_with_the_solve_tolerances(x6
     assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree_util.tree_leaves(grad))
 
 
+def test_backsolve_with_an_implicit_solver_refuses_parameters_of_another_dtype(x64):
+    """float32 parameters on a float64 state: one line naming both dtypes and the two ways
+    out, before anything runs (lineax raised a TypeError inside the adjoint's root find);
+    cast to the state's dtype, the same solve runs."""
+    rng = np.random.default_rng(12)
+    cfg = sj.SWANConfig(num_layers=3, epsilon=0.1)
+    graph = random_undirected(rng, 5)
+    params = sj.init_params(jax.random.PRNGKey(0), 2, cfg)
+    x0 = jnp.asarray(rng.normal(size=(5, 2)))
+    assert x0.dtype == jnp.float64 and {leaf.dtype for leaf in jax.tree_util.tree_leaves(
+        params)} == {jnp.dtype("float32")}
+
+    def loss(p):
+        return jnp.sum(sj.solve(p, graph, x0, cfg, "kvaerno3", adjoint="backsolve") ** 2)
+
+    with pytest.raises(ValueError, match=r"^adjoint 'backsolve' with the implicit solver "
+                       r"'kvaerno3' needs the parameters in the state's dtype float64, but "
+                       r"they hold float32: cast them .* or use adjoint 'recursive' or "
+                       r"'direct'"):
+        jax.grad(loss)(params)
+    cast = jax.tree_util.tree_map(lambda a: a.astype(x0.dtype), params)
+    assert all(np.all(np.isfinite(g)) for g in jax.tree_util.tree_leaves(jax.grad(loss)(cast)))
+
+
 def test_any_diffrax_solver_instance_is_accepted(x64):
     import diffrax
 
