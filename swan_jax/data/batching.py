@@ -231,7 +231,7 @@ def eval_batch_size(split_sizes: list[int], batch_size: int) -> int:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     smallest = min((s for s in split_sizes if s > 0), default=0)
     if smallest == 0:
-        return min(batch_size, 1)
+        return 1
     return math.ceil(smallest / math.ceil(smallest / batch_size))
 
 

@@ -45,7 +45,7 @@ Array = jax.Array
 # hidden 20, 10 layers; benchmarks.epoch_anatomy's workload) from 1.03-1.16 s to
 # 0.78-0.87 s and a validation pass from 0.21 s to 0.15 s, for 8 s more compile
 # (2026-11-27, 2-core CPU, interleaved runs; BENCHMARKS.md). Unrolled without storing, the
-# transposes lost (1.08-1.13 s against 0.98-1.00 s): see `_slot_rows_transposed`.
+# transposes lost (1.08-1.13 s against 0.98-1.00 s): see `STORE_TRANSPOSES_FROM`.
 UNROLL_SLOTS = 16
 # From this slot width on, the unrolled transposes are stored (`materialize`) before the
 # cotangent concatenation reads them: otherwise XLA fuses their K gathers into that
@@ -339,7 +339,7 @@ def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: 
             term = v[:, k, None] * column
             outs[i] = term if outs[i] is None else outs[i] + term
     if graph.slot_width >= STORE_TRANSPOSES_FROM:
-        return list(materialize(outs))
+        return materialize(outs)
     return outs
 
 
