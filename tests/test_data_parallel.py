@@ -32,8 +32,8 @@ def test_sharded_steps_hold_the_same_graphs_as_single_device_steps():
 
 def test_four_devices_train_like_one(tmp_path):
     out = tmp_path / "report.json"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
     subprocess.run([sys.executable, "-m", "tests.data_parallel_script", str(out)], cwd=ROOT,
                    env=env, check=True, timeout=600)
     report = json.loads(out.read_text())
