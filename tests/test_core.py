@@ -469,3 +469,22 @@ def test_missing_and_misshapen_params_are_named():
         sj.vector_field(params, graph, x, cfg.replace(variant="swan-learn"))
     with pytest.raises(ValueError, match=r"expected \[5, d, d\]"):
         sj.vector_field(params, graph, x, cfg.replace(weight_sharing=False))
+
+
+def test_explicit_fixed_steps_hold_no_host_callback():
+    """JAX's persistent compilation cache refuses programs with host callbacks, so the
+    training programs of explicit fixed-step solvers must hold none; an implicit solver's
+    step can fail and keeps its run-time check (a callback), so this test can fail."""
+    rng = np.random.default_rng(14)
+    cfg = sj.SWANConfig(num_layers=3)
+    graph = random_undirected(rng, 5)
+    params = make_params(cfg, 2)
+    x0 = jnp.asarray(rng.normal(size=(5, 2)), jnp.float32)
+
+    def lowered(solver):
+        return jax.jit(lambda p: sj.solve(p, graph, x0, cfg, solver=solver,
+                                          adaptive=False)).lower(params).as_text()
+
+    for solver in ("euler", "heun", "ralston"):
+        assert "callback" not in lowered(solver), solver
+    assert "callback" in lowered("kvaerno3")
