@@ -74,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also copy the unfinished cell's bundle here (a GPU slice's $OUT)")
     p.add_argument("--bundle-in", type=Path, action="append", default=[],
                    help="a bundle from another machine to continue (repeatable)")
-    p.add_argument("--bundle-max-mb", type=float, default=16.0,
-                   help="largest bundle written (default 16 MB: one GPU slice's return)")
+    p.add_argument("--bundle-max-mb", type=float, default=None,
+                   help="largest bundle written (default 4.5 MB, campaign.bundle.MAX_MB: "
+                        "bundles are committed, and the repository takes no file over 5 MB)")
     p.add_argument("--no-render", action="store_true", help="do not re-render RESULTS.md")
     p.add_argument("--note", default="", help="a line stored with the collected cells")
     p.add_argument("--write", action="store_true", help="plan: write the plan file")
@@ -116,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             device_kind=kind, budget_minutes=budget, cells=args.cells,
                             fit=args.fit, max_cell_minutes=args.max_cell_minutes,
                             bundle_out=args.bundle_out,
-                            bundle_in=args.bundle_in, bundle_max_mb=args.bundle_max_mb,
+                            bundle_in=args.bundle_in,
+                            bundle_max_mb=args.bundle_max_mb or bundle.MAX_MB,
                             render=not args.no_render,
                             note=args.note)
         if args.command == "merge":
