@@ -10,8 +10,10 @@ gather-only slot kernels as SWAN (`swan_jax.graph.slots`), so comparisons stay f
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import flax.linen as nn
 import jax
@@ -79,6 +81,26 @@ class LinearEncoder(nn.Module):
         return dense(self.hidden, graph.nodes.shape[-1], self.weight_init)(graph.nodes)
 
 
+# Set by `parameters_only` while a caller initialises a model for its parameters alone.
+_PARAMETERS_ONLY = contextvars.ContextVar("swan_jax_parameters_only", default=False)
+
+
+@contextlib.contextmanager
+def parameters_only() -> Iterator[None]:
+    """Inside, `Module.init` (and `jax.eval_shape` of it) skips each `SWANBlock`'s ODE
+    solve: the block creates its parameters and returns its input, which has the shape
+    and dtype of the solve's output. The parameters are the ones a plain `init` gives
+    (the solve creates none and draws no random numbers); the init's *output* is not
+    the model's, so use it for parameters only. Flax's `init` otherwise traces the whole
+    forward pass, the solve included: about a fifth of a tiny training run's trace and
+    compile time (`swan_jax.train` initialises every run inside it)."""
+    token = _PARAMETERS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _PARAMETERS_ONLY.reset(token)
+
+
 class SWANBlock(nn.Module):
     """The SWAN ODE block: `x(0) -> x(num_layers * epsilon)` via `solve`.
 
@@ -96,6 +118,8 @@ class SWANBlock(nn.Module):
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
         params = self.param("field", lambda key: init_params(key, x.shape[-1], self.cfg, x.dtype))
+        if self.is_initializing() and _PARAMETERS_ONLY.get():
+            return x  # see `parameters_only`
         return solve(
             params, graph, x, self.cfg, self.solver,
             rtol=self.rtol, atol=self.atol, adjoint=self.adjoint, max_steps=self.max_steps,

@@ -77,3 +77,23 @@ def test_unknown_baseline_and_pooling_are_named():
         model(sj.MPNNStack("gnn", 8, 2)).init(jax.random.PRNGKey(0), padded)
     with pytest.raises(ValueError, match="unknown pooling 'median'"):
         sj.pool_nodes(padded, padded.nodes, ("median",))
+
+
+def test_parameters_only_initialises_the_same_parameters_without_solving(monkeypatch):
+    import swan_jax.models as models
+
+    _, padded, _ = padded_batch()
+    key = jax.random.PRNGKey(3)
+    for name in ("swan", "swan-learn"):
+        m = model(PROCESSORS[name])
+        out, plain = m.init_with_output(key, padded)
+        # Outside the context, init runs the model: its output is the model's.
+        np.testing.assert_array_equal(out, m.apply(plain, padded))
+        with monkeypatch.context() as patch:
+            patch.setattr(models, "solve", lambda *a, **k: pytest.fail("the init solved"))
+            with models.parameters_only():
+                fast = m.init(key, padded)
+        assert jax.tree_util.tree_structure(fast) == jax.tree_util.tree_structure(plain)
+        for a, b in zip(jax.tree_util.tree_leaves(fast), jax.tree_util.tree_leaves(plain),
+                        strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -82,6 +82,31 @@ def test_vmapped_runs_equal_runs_one_by_one_and_compile_only_in_the_first_epoch(
     assert together.runs[3]["test"] != together.runs[0]["test"]
 
 
+def test_the_model_is_traced_once_to_initialise_and_once_per_batch_shape(monkeypatch):
+    """The memory check, the training step and the evaluation share one trace of the
+    model (`Placement.model_apply`; here every batch has one shape), and the
+    initialisation traces it without its ODE solve (`models.parameters_only`)."""
+    import swan_jax.models as models
+
+    data = splits(line_swap_dataset())
+    built, solved, solve = [], [], models.solve
+
+    def counted_model_fn(hp):
+        built.append(hp)
+        return model_fn(hp)
+
+    def counted_solve(*args, **kwargs):
+        solved.append(1)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(models, "solve", counted_solve)
+    for pipeline in ("device", "host"):
+        built.clear(), solved.clear()
+        train(counted_model_fn, data, TrainConfig(epochs=2, batch_size=4, seeds=(0, 1),
+                                                  progress=False, pipeline=pipeline), GRID)
+        assert (len(built), len(solved)) == (2, 1), pipeline
+
+
 def _run_script(tmp, name, epochs, resume=False):
     out = tmp / f"{name}.json"
     cmd = [sys.executable, "-m", "tests.train_script", str(tmp / f"ck_{name}"), str(out),

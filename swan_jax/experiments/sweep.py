@@ -38,6 +38,7 @@ from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
+from swan_jax.models import parameters_only
 from swan_jax.pytrees import tree_size
 from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
 from swan_jax.train._progress import duration, interactive
@@ -309,7 +310,9 @@ def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],
     data = getattr(data, "data", data)  # a NodeSplit's graphs
     graph = next(iterate_batches(data, 1, budget_for(data, 1))).graph
     hp = {k: np.float32(v) for k, v in point.items()}
-    return tree_size(jax.eval_shape(lambda: model_fn(hp).init(jax.random.PRNGKey(0), graph)))
+    with parameters_only():
+        return tree_size(jax.eval_shape(lambda: model_fn(hp).init(jax.random.PRNGKey(0),
+                                                                   graph)))
 
 
 def check_budget(exp: Experiment, cfg: SweepConfig, program: Program, model_fn: ModelFn,

@@ -47,7 +47,7 @@ def step_bytes(model_fn: ModelFn, cfg: TrainConfig, place: Placement, params, op
 
     def residuals(p, h):
         def objective(q):
-            pred = place.apply(model_fn(h), q, batch.graph)
+            pred = place.model_apply(model_fn)(q, h, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
                                          split_mask=split_mask)
             return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))

@@ -3,6 +3,9 @@ batch are scored (targets and their mask)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -61,6 +64,19 @@ class Placement:
 
     def state(self, tree):
         return tree if not self.sharded else jax.device_put(tree, self.replicated)
+
+    def model_apply(self, model_fn: Callable[[Any], nn.Module]) -> Callable:
+        """`jit((params, hp, graph) -> predictions [rows, T])` of one run, one function
+        object per `model_fn` and placement (a training call's): the memory check, the
+        training step and the evaluation then trace the model once per batch shape and
+        reuse its jaxpr (JAX caches a jit's trace and its derivatives), instead of
+        tracing the model's Python (Flax, the solve) in each of them. XLA inlines the
+        inner call, so the compiled programs compute the same."""
+        cache = self.__dict__.setdefault("_model_apply", {})
+        if id(model_fn) not in cache:  # by identity: a callable need not be hashable
+            cache[id(model_fn)] = (model_fn, jax.jit(
+                lambda p, h, g: self.apply(model_fn(h), p, g)))
+        return cache[id(model_fn)][1]
 
     def apply(self, module: nn.Module, params, graph: jraph.GraphsTuple):
         """Predictions `[rows, T]`; sharded: every sub-batch's rows, device by device."""

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import jraph
 import numpy as np
 
+from swan_jax.models import parameters_only
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 
@@ -71,7 +72,8 @@ def init_program(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
     the call shares its trace with the call (Flax's `init` traces the whole forward
     pass, the ODE solve included)."""
     def init_one(key, h):
-        params = model_fn(h).init(key, graph)
+        with parameters_only():  # the init's output is unused: no ODE solve is traced
+            params = model_fn(h).init(key, graph)
         return params, make_tx(cfg, h).init(params)
 
     keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])

@@ -40,7 +40,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
 
     def step_one(p, o, h, batch: Batch, active):
         def objective(q):
-            pred = place.apply(model_fn(h), q, batch.graph)
+            pred = place.model_apply(model_fn)(q, h, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
                                          split_mask=split_mask)
             return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
@@ -66,6 +66,6 @@ def make_predict(model_fn: ModelFn, place: Placement):
 def predict_function(model_fn: ModelFn, place: Placement):
     """The (unjitted) prediction of every run: `(params, hp, batch) -> [runs, rows, T]`."""
     def predict_one(p, h, batch: Batch):
-        return place.apply(model_fn(h), p, batch.graph)
+        return place.model_apply(model_fn)(p, h, batch.graph)
 
     return jax.vmap(predict_one, in_axes=(0, 0, None))
