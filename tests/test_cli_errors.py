@@ -225,16 +225,29 @@ def test_lrgb_refuses_a_model_over_500k_parameters_unless_allowed(tmp_path, monk
 # --- the commands a user types ------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_the_script_and_the_module_are_the_same_command(name):
+@pytest.mark.parametrize("name", (*MODULES, "node_classification"))
+def test_the_script_and_the_module_are_the_same_command(name, monkeypatch, capsys):
+    """`python experiments/<name>.py --help` (a process of its own: the script's sys.path)
+    prints what `python -m swan_jax.experiments.<name> --help` does; the module is run
+    the way `-m` runs it (`runpy`, as `__main__`), in this process: one interpreter
+    start-up less per experiment."""
+    import runpy
     import subprocess
     import sys
+    import warnings
 
     root = Path(__file__).resolve().parents[1]
-    outputs = []
-    for command in ([sys.executable, f"experiments/{name}.py", "--help"],
-                    [sys.executable, "-m", f"swan_jax.experiments.{name}", "--help"]):
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        outputs.append(done.stdout.split("\n", 1)[1])  # after "usage: <prog>"
-    assert outputs[0] == outputs[1] and "--config CONFIG" in outputs[0]
+    monkeypatch.setenv("COLUMNS", "80")  # argparse wraps to the terminal's width
+    done = subprocess.run([sys.executable, f"experiments/{name}.py", "--help"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setattr(sys, "argv", [f"swan_jax.experiments.{name}", "--help"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: "found in sys.modules"
+        runpy.run_module(f"swan_jax.experiments.{name}", run_name="__main__")
+    assert exit_info.value.code in (0, None)
+    script, module = (out.split("\n", 1)[1] for out in (done.stdout, capsys.readouterr().out))
+    assert script == module  # after "usage: <prog>"
+    assert "--config CONFIG" in script
+    assert name != "node_classification" or "--splits SPLITS" in script

@@ -133,18 +133,3 @@ def test_ogbn_arxiv_format_trains_with_accuracy(tmp_path):
     [cell] = json.loads((tmp_path / "res/results.json").read_text())["cells"]
     assert cell["metric"] == "accuracy" and 0.0 <= cell["test_mean"] <= 1.0
     assert cell["paper"] == [71.74, 2.90]
-
-
-def test_the_script_and_the_module_are_the_same_command():
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    outputs = []
-    for command in ([sys.executable, "experiments/node_classification.py", "--help"],
-                    [sys.executable, "-m", "swan_jax.experiments.node_classification",
-                     "--help"]):
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        outputs.append(done.stdout.split("\n", 1)[1])  # after "usage: <prog>"
-    assert outputs[0] == outputs[1] and "--splits SPLITS" in outputs[0]
