@@ -123,14 +123,14 @@ def test_validation_and_test_share_one_compiled_evaluation():
              "test": data.subset(range(15, 21))}
     cfg = TrainConfig(epochs=2, batch_size=2, progress=False)
     assembled = []  # who traced a device batch assembly: the training chunk, the evaluation
-    real_assemble = pipeline_module.assemble
+    real_assemble = pipeline_module._assemble
 
     def counting(*args, **kwargs):
         assembled.append(sys._getframe(1).f_code.co_name)
         return real_assemble(*args, **kwargs)
 
     with CompileCounter() as counter, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline_module, "assemble", counting)
+        mp.setattr(pipeline_module, "_assemble", counting)
         device, host = _both(parts, cfg, GRID[:1])
     assert counter.compiled.count("jit(_eval_split)") == 1, counter.compiled
     # ... traced once: the padding steps' zeros take their shapes from that same trace

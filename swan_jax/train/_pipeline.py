@@ -181,6 +181,12 @@ class DevicePipeline:
                           self.setup.metric)
 
 
+# `assemble` as one jitted function of the whole process (it is pure library code): its
+# trace is made once per data shapes and budget and reused by every later training and
+# evaluation program, which only call it (XLA inlines the call).
+_assemble = jax.jit(assemble, static_argnums=2)
+
+
 def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceData,
                  ids, ok, active):
     """`len(ids)` steps in one scan; padding steps (`ok` False) skip the step."""
@@ -188,7 +194,7 @@ def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceDat
         step_ids, real = step
 
         def train(args):
-            return step_fn(*args[:2], hp, assemble(data, step_ids, budget), active)
+            return step_fn(*args[:2], hp, _assemble(data, step_ids, budget), active)
 
         def skip(args):
             return args[0], args[1], jnp.full(active.shape, jnp.nan, jnp.float32)
@@ -219,7 +225,7 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
     padding steps (`real` False) are skipped and count for nothing."""
     @jax.jit  # one function object: `skip`'s shapes reuse the trace `cond` makes of it
     def one(step_ids):
-        batch = assemble(data, step_ids, budget)
+        batch = _assemble(data, step_ids, budget)
         pred = predict_fn(params, hp, batch)
         target, mask = batch_targets(batch, level, split_mask=split_mask)
         if metric is None:
