@@ -128,6 +128,7 @@ def test_a_budget_stop_then_a_bundle_on_a_fresh_machine_ends_bit_identical(tmp_p
     state = json.loads((cut.folder / "state.json").read_text())
     assert state["cells"][entry.id]["status"] == "under way"
     _same_arrays_after_restore(path, folder, steps[-1], tmp_path / "fresh")
+    _split_bundles_restore_the_same(cut.work / entry.slug, meta, folder, steps[-1], tmp_path)
 
     shutil.rmtree(cut.work)  # a new machine: only the committed files
     lines = loop.run_campaign(cut)
@@ -138,6 +139,29 @@ def test_a_budget_stop_then_a_bundle_on_a_fresh_machine_ends_bit_identical(tmp_p
     assert [r["runs"] for r in a["records"]] == [r["runs"] for r in b["records"]]
     assert gather.is_done(entry, cut.reproductions)
     assert "remaining: 0 runnable" in loop.remaining([entry], cut)[0]
+
+
+def _split_bundles_restore_the_same(work: Path, meta: dict, folder: Path, epoch: int,
+                                    tmp_path: Path) -> None:
+    """Past `max_mb`, arrays go to parts beside the bundle (one over a part's room cut
+    in pieces); each file keeps under `max_mb`; copied and restored, the arrays are the
+    same; a missing part is named."""
+    room = 256  # bytes of arrays per file: the larger arrays are cut in pieces
+    max_mb = (len(json.dumps(meta)) + bundle.PART_MARGIN + room) / 2 ** 20
+    split = bundle.write_bundle(work, tmp_path / "small" / "b.npz", cell=meta["cell"],
+                                device_kind="cpu-2core", max_mb=max_mb)
+    files = bundle.bundle_files(tmp_path / "small" / "b.npz")
+    assert len(files) == split["parts"] + 1 > 2 and split["pieces"]
+    assert all(f.stat().st_size <= max_mb * 2 ** 20 for f in files)
+    copied = tmp_path / "copied" / "c.npz"
+    bundle.copy_bundle(files[0], copied)
+    assert [f.name for f in bundle.bundle_files(copied)][1] == "c.part1.npz"
+    _same_arrays_after_restore(copied, folder, epoch, tmp_path / "fresh-split")
+    bundle.remove_bundle(copied)
+    assert not list(copied.parent.iterdir())
+    files[-1].unlink()
+    with pytest.raises(bundle.BundleError, match=rf"{files[-1].name}: a part of bundle"):
+        bundle.restore_bundle(files[0], tmp_path / "fresh-missing")
 
 
 def _same_arrays_after_restore(path: Path, folder: Path, epoch: int, fresh: Path) -> None:

@@ -8,7 +8,8 @@ advanced by every machine that has time, in any order, resumable from git alone.
 - `plan`: the committed plan file (`reproductions/campaign/plan.toml`): cells, configs,
   costs per device kind, priorities; `defaults` generates it;
 - `runner`: one cell's sweep, stopped at a deadline after a checkpoint;
-- `bundle`: an unfinished cell's training state as one small `.npz` for git;
+- `bundle`: an unfinished cell's training state as compact `.npz` files for git (parts
+  past 4.5 MB each);
 - `gather`: finished cells merged into `reproductions/campaign-<group>/`, done cells;
 - `loop`: one call of the campaign (`run_campaign`).
 """

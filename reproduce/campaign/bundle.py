@@ -1,4 +1,4 @@
-"""Resume bundles: an unfinished cell's training state as ONE compact file, for git.
+"""Resume bundles: an unfinished cell's training state as compact files, for git.
 
 A campaign cell trains in a work folder (`runs/campaign/<cell>/`): the sweep's
 `results.json` (records of its finished programs) and, per program, a folder with
@@ -19,6 +19,12 @@ one orbax checkpoint at the saved epoch, so `run_sweep(..., resume=True)` contin
 bit-identically (tests/test_campaign.py checks it against an uninterrupted run). Only
 the newest checkpoint of each program is kept: a bundle is a few MB.
 
+The repository takes no file over 5 MB, and a baseline's program (32 runs of a 10-layer
+GIN: params, two Adam moments and best params) checkpoints about 5 MB: arrays past
+`max_mb` go to parts beside the file, `<name>.part1.npz`, `<name>.part2.npz`, ... (an
+array larger than a part is cut into flat pieces `<key>#<i>`). The meta counts the parts;
+`bundle_files`, `copy_bundle` and `remove_bundle` treat a bundle and its parts as one.
+
 The arrays are read from orbax without a template (nested dicts and lists, `None` for
 empty optimiser states) and written back in the same shape; orbax matches leaves by
 their key paths on restore, which the skeleton preserves.
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -119,9 +126,10 @@ def unfinished_programs(work: Path, finished: set[str]) -> list[Path]:
 
 def write_bundle(work: str | Path, path: str | Path, *, cell: Mapping[str, Any],
                  device_kind: str, max_mb: float = MAX_MB) -> dict[str, Any]:
-    """Pack the work folder of one cell into `path` (.npz); returns its metadata.
+    """Pack the work folder of one cell into `path` (.npz) and, past `max_mb` per file, its
+    parts; returns its metadata (`bytes`: all files together).
 
-    Raises `BundleError` when the file would exceed `max_mb` or nothing is checkpointed.
+    Raises `BundleError` when nothing is checkpointed.
     """
     work, path = Path(work), Path(path)
     results = (json.loads((work / RESULTS).read_text()) if (work / RESULTS).exists()
@@ -136,18 +144,95 @@ def write_bundle(work: str | Path, path: str | Path, *, cell: Mapping[str, Any],
     meta = {"format": 1, "cell": dict(cell), "device_kind": device_kind,
             "written": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()) + " UTC",
             "records": records, "programs": programs}
+    limit = int(max_mb * 2 ** 20) - len(json.dumps(meta)) - PART_MARGIN
+    if limit <= 0:
+        raise BundleError(f"{path}: the bundle's metadata alone is over {max_mb:g} MB "
+                          f"(--bundle-max-mb)")
+    groups, meta["pieces"] = _grouped(arrays, limit)
+    meta["parts"] = len(groups) - 1  # named after the file: a copy may be renamed
+    files = [(_part_path(path, i), {}, group) for i, group in enumerate(groups) if i]
+    sizes = [_write_npz(target, extra, group, max_mb)
+             for target, extra, group in [*files, (path, {META: _encoded(meta)}, groups[0])]]
+    for stale in bundle_files(path)[len(groups):]:  # parts of an earlier, larger bundle
+        stale.unlink()
+    return {**meta, "bytes": sum(sizes)}
+
+
+PART_MARGIN = 64 * 2 ** 10  # zip headers and the parts' names, beside the arrays' bytes
+
+
+def _encoded(meta: Mapping[str, Any]) -> np.ndarray:
+    return np.frombuffer(json.dumps(meta).encode(), np.uint8)
+
+
+def _part_path(path: Path, index: int) -> Path:
+    return path if index == 0 else path.with_name(f"{path.stem}.part{index}{path.suffix}")
+
+
+def _grouped(arrays: Mapping[str, np.ndarray], limit: int
+             ) -> tuple[list[dict[str, np.ndarray]], dict[str, list]]:
+    """The arrays in groups of at most `limit` bytes (one group per file), arrays over it
+    cut into flat pieces; and the cut arrays' `[shape, dtype, pieces]`."""
+    groups: list[dict[str, np.ndarray]] = [{}]
+    pieces: dict[str, list] = {}
+    size = 0
+    for key, value in arrays.items():
+        parts = {key: value}
+        if value.nbytes > limit:
+            step = max(1, limit // max(1, value.itemsize))
+            flat = value.reshape(-1)
+            parts = {f"{key}#{i}": flat[start:start + step]
+                     for i, start in enumerate(range(0, flat.size, step))}
+            pieces[key] = [list(value.shape), value.dtype.str, len(parts)]
+        for name, part in parts.items():
+            if groups[-1] and size + part.nbytes > limit:
+                groups.append({})
+                size = 0
+            groups[-1][name] = part
+            size += part.nbytes
+    return groups, pieces
+
+
+def _write_npz(path: Path, extra: Mapping[str, np.ndarray], arrays: Mapping[str, np.ndarray],
+               max_mb: float) -> int:
+    """One compressed `.npz`, written atomically; its size in bytes."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **{META: np.frombuffer(json.dumps(meta).encode(), np.uint8)},
-                        **arrays)
+    np.savez_compressed(buffer, **extra, **arrays)
     size = buffer.getbuffer().nbytes
-    if size > max_mb * 2 ** 20:
+    if size > max_mb * 2 ** 20:  # arrays that do not compress are at most `limit` bytes
         raise BundleError(f"{path}: the bundle would be {size / 2 ** 20:.1f} MB, over "
                           f"{max_mb:g} MB (--bundle-max-mb)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(buffer.getvalue())
     tmp.replace(path)
-    return {**meta, "bytes": size}
+    return size
+
+
+def bundle_files(path: str | Path) -> list[Path]:
+    """The bundle `path` and its parts that exist, in order."""
+    path = Path(path)
+    files = [path] if path.exists() else []
+    index = 1
+    while _part_path(path, index).exists():
+        files.append(_part_path(path, index))
+        index += 1
+    return files
+
+
+def copy_bundle(source: str | Path, target: str | Path) -> None:
+    """Copy a bundle and its parts (named after `target`); stale parts of `target` go."""
+    source, target = Path(source), Path(target)
+    remove_bundle(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for index, file in enumerate(bundle_files(source)):
+        shutil.copyfile(file, _part_path(target, index))
+
+
+def remove_bundle(path: str | Path) -> None:
+    """Delete a bundle and its parts."""
+    for file in bundle_files(path):
+        file.unlink()
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
@@ -166,10 +251,9 @@ def restore_bundle(path: str | Path, work: str | Path) -> dict[str, Any]:
     """
     from swan_jax.checkpoint import CheckpointStore
 
-    work = Path(work)
+    work, path = Path(work), Path(path)
     meta = read_meta(path)
-    with np.load(path) as data:
-        arrays = {k: data[k] for k in data.files if k != META}
+    arrays = _read_arrays(path, meta)
     _merge_records(work / RESULTS, meta["records"])
     for program in meta["programs"]:
         folder = work / program["folder"]
@@ -185,6 +269,23 @@ def restore_bundle(path: str | Path, work: str | Path) -> dict[str, Any]:
         finally:
             store.close()
     return meta
+
+
+def _read_arrays(path: Path, meta: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Every array of the bundle and its parts, cut arrays joined again."""
+    arrays: dict[str, np.ndarray] = {}
+    for index in range(meta.get("parts", 0) + 1):
+        try:
+            with np.load(_part_path(path, index)) as data:
+                arrays.update({k: data[k] for k in data.files if k != META})
+        except (OSError, ValueError) as err:
+            raise BundleError(f"{_part_path(path, index)}: a part of bundle {path} cannot "
+                              f"be read ({err}); copy every {path.stem}.part*.npz beside it"
+                              ) from None
+    for key, (shape, dtype, count) in meta.get("pieces", {}).items():
+        flat = np.concatenate([arrays.pop(f"{key}#{i}") for i in range(count)])
+        arrays[key] = flat.astype(np.dtype(dtype), copy=False).reshape(shape)
+    return arrays
 
 
 def _merge_records(path: Path, records: list[dict[str, Any]]) -> None:

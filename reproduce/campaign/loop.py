@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
-import shutil
 import signal
 import time
 from collections.abc import Sequence
@@ -145,7 +144,7 @@ def _restore_bundles(opts: Options, entries: Sequence[Entry]) -> list[str]:
                                      f"the plan")
         opts.bundle_path(target).parent.mkdir(parents=True, exist_ok=True)
         if Path(path).resolve() != opts.bundle_path(target).resolve():
-            shutil.copyfile(path, opts.bundle_path(target))
+            bundle.copy_bundle(path, opts.bundle_path(target))
         lines.append(f"bundle {path} -> {opts.bundle_path(target)}")
     return lines
 
@@ -156,7 +155,7 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
         lines = gather.collect_group([entry], [work], opts.reproductions,
                                      opts.work / "_collect" / gather.group_of(entry), note,
                                      opts.device_kind)
-        opts.bundle_path(entry).unlink(missing_ok=True)
+        bundle.remove_bundle(opts.bundle_path(entry))
         return lines
     try:
         meta = bundle.write_bundle(work, opts.bundle_path(entry),
@@ -165,8 +164,9 @@ def _finish_cell(entry: Entry, outcome: CellOutcome, opts: Options, work: Path) 
     except bundle.BundleError as err:
         return [f"{entry.id}: no bundle ({err})"]
     if opts.bundle_out is not None:
-        shutil.copyfile(opts.bundle_path(entry), opts.bundle_out)
-    return [f"{entry.id}: bundle {opts.bundle_path(entry)} ({meta['bytes'] / 2 ** 20:.2f} MB, "
+        bundle.copy_bundle(opts.bundle_path(entry), opts.bundle_out)
+    return [f"{entry.id}: bundle {opts.bundle_path(entry)} ({meta['bytes'] / 2 ** 20:.2f} MB "
+            f"in {meta['parts'] + 1} file(s), "
             f"{len(meta['programs'])} program(s) under way, {len(meta['records'])} done)"]
 
 

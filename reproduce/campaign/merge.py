@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from reproduce.campaign import gather
-from reproduce.campaign.bundle import BundleError
+from reproduce.campaign.bundle import BundleError, copy_bundle, remove_bundle
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import cell_config
 from swan_jax.io import write_text_atomic
@@ -125,12 +125,12 @@ def _take_cell(entry: Entry, mine: Mapping[str, Any], other: Mapping[str, Any], 
     kind = device_kind(mine, other)
     if other.get("status") == "finished" and gather.is_done(entry, root, runs):
         name = _collect_finished(entry, kind, runs, opts)
-        opts.bundle_path(entry).unlink(missing_ok=True)
+        remove_bundle(opts.bundle_path(entry))
         return f"{entry.id}: finished on {kind}, collected into reproductions/{name}", True
     bundle = root / "campaign" / "bundles" / opts.bundle_path(entry).name
     if bundle.is_file():
         opts.bundle_path(entry).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bundle, opts.bundle_path(entry))
+        copy_bundle(bundle, opts.bundle_path(entry))
         return (f"{entry.id}: under way on {kind} ({other.get('programs', '?')} program(s) "
                 f"done), bundle -> {opts.bundle_path(entry)}"), True
     return None, False
