@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +148,8 @@ def _split_bundles_restore_the_same(work: Path, meta: dict, folder: Path, epoch:
     in pieces); each file keeps under `max_mb`; copied and restored, the arrays are the
     same; a missing part is named."""
     room = 256  # bytes of arrays per file: the larger arrays are cut in pieces
-    max_mb = (len(json.dumps(meta)) + bundle.PART_MARGIN + room) / 2 ** 20
+    max_mb = (len(zlib.compress(json.dumps(meta).encode())) + bundle.PART_MARGIN + room
+              ) / 2 ** 20
     split = bundle.write_bundle(work, tmp_path / "small" / "b.npz", cell=meta["cell"],
                                 device_kind="cpu-2core", max_mb=max_mb)
     files = bundle.bundle_files(tmp_path / "small" / "b.npz")

@@ -36,6 +36,7 @@ import io
 import json
 import shutil
 import time
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,8 @@ def write_bundle(work: str | Path, path: str | Path, *, cell: Mapping[str, Any],
     meta = {"format": 1, "cell": dict(cell), "device_kind": device_kind,
             "written": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()) + " UTC",
             "records": records, "programs": programs}
-    limit = int(max_mb * 2 ** 20) - len(json.dumps(meta)) - PART_MARGIN
+    # The meta is stored deflated (a long run's history is MBs of JSON, a tenth deflated)
+    limit = int(max_mb * 2 ** 20) - len(zlib.compress(json.dumps(meta).encode())) - PART_MARGIN
     if limit <= 0:
         raise BundleError(f"{path}: the bundle's metadata alone is over {max_mb:g} MB "
                           f"(--bundle-max-mb)")
