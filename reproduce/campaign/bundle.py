@@ -50,6 +50,7 @@ RESULTS = "results.json"
 RUN_FILE = "run.json"
 HISTORY = "history.jsonl"
 MAX_MB = 4.5  # bundles are committed, and the repository takes no file over 5 MB
+PART_MARGIN = 64 * 2 ** 10  # zip headers and the parts' names, beside the arrays' bytes
 
 
 class BundleError(RuntimeError):
@@ -158,9 +159,6 @@ def write_bundle(work: str | Path, path: str | Path, *, cell: Mapping[str, Any],
     for stale in bundle_files(path)[len(groups):]:  # parts of an earlier, larger bundle
         stale.unlink()
     return {**meta, "bytes": sum(sizes)}
-
-
-PART_MARGIN = 64 * 2 ** 10  # zip headers and the parts' names, beside the arrays' bytes
 
 
 def _encoded(meta: Mapping[str, Any]) -> np.ndarray:
