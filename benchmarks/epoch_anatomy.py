@@ -14,7 +14,10 @@ blocked on their results:
 - evaluation: the validation and test splits, one call each (device pipeline);
 - checkpointing: one orbax save of the program's state.
 
-The device's busy share is (steps + evaluation) / epoch wall time. Results go to
+The device's busy share is (steps + evaluation) / epoch wall time. Where an epoch is one
+training call (transfer, GraphProp), a longer `train` call with several epochs per device
+call (`TrainConfig.epochs_per_call`) gives the epoch's wall time that way too
+(`device_fused`). Results go to
 `benchmarks/results/epoch_anatomy.json` (or `--out`).
 
     python -m benchmarks.epoch_anatomy                 # all four, full sizes
@@ -43,7 +46,7 @@ from swan_jax.checkpoint import CheckpointStore
 from swan_jax.data import load_peptides_func
 from swan_jax.data.batching import iterate_batches
 from swan_jax.data.device import epoch_ids
-from swan_jax.train import NodeSplit, TrainConfig, _loop, train
+from swan_jax.train import NodeSplit, TrainConfig, _loop, _pipeline, train
 
 WORKLOADS = ("peptides", "transfer", "transfer-cpu", "graphprop", "tolokers")
 PIPELINES = ("device", "host")
@@ -201,10 +204,11 @@ def _parts(work: Workload, pipeline: str, repeat: int) -> dict[str, float]:
 
 
 def _epochs(work: Workload, pipeline: str, epochs: int) -> dict[str, float]:
-    """Median epoch wall time of a real `train` call (epochs after the first)."""
+    """Median epoch wall time of a real `train` call, one epoch per call (epochs after
+    the first)."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dataclasses.replace(work.cfg, pipeline=pipeline, progress=False, epochs=epochs,
-                                  checkpoint_dir=tmp)
+                                  checkpoint_dir=tmp, epochs_per_call=1)
         result = train(work.model_fn, work.splits, cfg, work.grid)
     later = result.timings[1:] or result.timings
     return {"epoch_s": statistics.median(h["seconds"] for h in result.history[1:]
@@ -214,12 +218,40 @@ def _epochs(work: Workload, pipeline: str, epochs: int) -> dict[str, float]:
             "first_epoch_s": result.history[0]["seconds"]}
 
 
+def _fused_epochs(work: Workload, seconds: float) -> dict[str, Any] | None:
+    """Epoch wall time with several epochs per device call (`TrainConfig.epochs_per_call`,
+    its default), from a `train` call of about `seconds` after its compiling first blocks;
+    None where an epoch is more than one training call (nothing is fused)."""
+    from swan_jax.train._fused import can_fuse
+
+    prog_cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
+    prog = _loop._Program(work.model_fn, work.splits, prog_cfg, work.grid)
+    _loop._initial_state(prog)
+    if not can_fuse(prog_cfg, prog.pipeline) or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK:
+        return None
+    per_epoch = _epochs(work, "device", 3)["epoch_s"]  # the per-epoch loop's pace
+    epochs = int(min(5000, max(20, seconds / per_epoch)))
+    with tempfile.TemporaryDirectory() as tmp:
+        result = train(work.model_fn, work.splits, dataclasses.replace(
+            prog_cfg, epochs=epochs, checkpoint_dir=tmp, patience=None), work.grid)
+    fused = [(h["seconds"], t["epochs_per_call"]) for h, t in
+             zip(result.history, result.timings, strict=True) if t.get("epochs_per_call", 1) > 1]
+    later = fused[len(fused) // 4:]  # blocks once the pace is known
+    return {"epochs": epochs, "epoch_s": statistics.median(s for s, _ in later),
+            "epochs_per_call": statistics.median(n for _, n in later),
+            "per_epoch_loop_epoch_s": per_epoch, "wall_s": result.wall_time}
+
+
 def anatomy(name: str, quick: bool, epochs: int, repeat: int) -> dict[str, Any]:
-    """Both pipelines of one workload, and the device's busy share on each."""
+    """Both pipelines of one workload, and the device's busy share on each; for short
+    epochs, also the device pipeline with several epochs per call."""
     work = BUILD[name](quick)
     record: dict[str, Any] = {"workload": work.about, "load_average_start": os.getloadavg()}
     for pipeline in PIPELINES:
         record[pipeline] = {**_epochs(work, pipeline, epochs), **_parts(work, pipeline, repeat)}
+    fused = _fused_epochs(work, seconds=2.0 if quick else 20.0)
+    if fused is not None:
+        record["device_fused"] = fused
     device = record["device"]
     busy = device["device_steps_s"] + device["evaluation_s"]
     for pipeline in PIPELINES:
@@ -244,6 +276,10 @@ def table(results: dict[str, Any]) -> str:
                         f"{fmt(x.get('host_build_s'))} | {fmt(x.get('copies_s'))} | "
                         f"{fmt(x.get('device_steps_s'))} | {fmt(x.get('evaluation_s'))} | "
                         f"{fmt(x['checkpoint_s'])} | {100 * x['busy_share']:.0f}% |")
+        if "device_fused" in r:
+            x = r["device_fused"]
+            rows.append(f"| {name} | device, {x['epochs_per_call']:.0f} epochs per call | "
+                        f"{fmt(x['epoch_s'])} | | | | | | |")
     return "\n".join(rows)
 
 

@@ -69,16 +69,19 @@ class Deadline:
         return self.max_epochs is not None and self.epochs >= self.max_epochs
 
     def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
-        """Called after each epoch, before its save: stop when another epoch (1.5x this
-        one) would not fit. The loop saves the completed epoch on the way out."""
+        """Called after each epoch, before its save: stop when another epoch (1.5x the
+        time since the last call: one epoch, or a fused block's) would not fit. The loop
+        saves the completed epochs on the way out."""
         now = self.clock()
         took = now - (self._last if self._last is not None else now)
         self._last = now
         self.epochs += 1
         if now - self._reported >= self.report_seconds:
             self._reported = now
-            eta = (self.cap - epoch - 1) * took
-            print(f"  {self.label}: epoch {epoch + 1} of at most {self.cap}, {took:.2f} s per "
+            # the record's own pace: a fused block's epochs reach this hook together
+            pace = float(record.get("seconds", took))
+            eta = (self.cap - epoch - 1) * pace
+            print(f"  {self.label}: epoch {epoch + 1} of at most {self.cap}, {pace:.3g} s per "
                   f"epoch, program ETA {eta / 60:.1f} min (less with early stopping), "
                   f"budget left {self.left() / 60:.1f} min", flush=True)
         if self.spent_epochs() or self.left() < 1.5 * took:

@@ -43,6 +43,11 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.checkpoint_dir = checkpoint_dir
 
 
+# The fused epochs' buffers hold this many epochs whatever `epochs_per_call` is: one
+# compiled program, so that where the blocks start and end changes no number (`_fused`).
+MAX_EPOCHS_PER_CALL = 64
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """How to train (one per program; the model comes from a `ModelFn`).
@@ -87,6 +92,10 @@ class TrainConfig:
     early stop and `deadline` always save, and `resume` continues bit-identically from
     the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
     from which another epoch would overrun it, after a save (`TrainingInterrupted`).
+    `epochs_per_call`: on the device pipeline, short epochs (one training call each, a
+    metric summed on the device, no plateau schedule, `checkpoint_seconds` > 0) run up to
+    this many per device call, early stopping included, with the per-epoch loop's
+    numbers (`_fused`); hooks, trackers and saves follow at the end of each call.
     """
 
     # Each field is a declared setting (`swan_jax.settings`): its help, range and role are
@@ -151,6 +160,10 @@ class TrainConfig:
                             "auto")
     checkpoint_seconds: float = setting(30.0, low=0, role="io", help="save at most this "
                                         "often (0: every epoch)")
+    epochs_per_call: int = setting(MAX_EPOCHS_PER_CALL, low=1, high=MAX_EPOCHS_PER_CALL,
+                                   role="io", help="device pipeline: up to this many short "
+                                   "epochs in one device call, early stopping included "
+                                   "(1: one call per epoch)")
     deadline: float | None = setting(None, role="internal", help="a time.time() to stop by")
     description: str = setting("train", role="internal", help="the progress bar's label")
     on_epoch_end: EpochHook | None = setting(None, role="internal", compare=False,
@@ -171,6 +184,9 @@ class TrainConfig:
             raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip}")
         if not 0 <= self.warmup_epochs < self.epochs:
             raise ValueError(f"warmup_epochs must be in [0, epochs), got {self.warmup_epochs}")
+        if not 1 <= self.epochs_per_call <= MAX_EPOCHS_PER_CALL:
+            raise ValueError(f"epochs_per_call must be in [1, {MAX_EPOCHS_PER_CALL}], got "
+                             f"{self.epochs_per_call}")
         if not self.checkpoint_seconds >= 0:
             raise ValueError(f"checkpoint_seconds must be >= 0, got {self.checkpoint_seconds}")
         if not 0 < self.plateau_factor < 1:
@@ -198,7 +214,7 @@ class TrainConfig:
         or its `Metric.describe()`."""
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
-                "checkpoint_seconds", "deadline", "quiet", "trackers"}
+                "checkpoint_seconds", "deadline", "quiet", "trackers", "epochs_per_call"}
         out = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

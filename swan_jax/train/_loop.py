@@ -4,8 +4,9 @@ The call is a short sequence of named parts: `_Program` fixes what does not chan
 (splits, batch budget, compiled step and prediction); `_initial_state` checks the
 parameter and memory budgets on shapes alone, then initialises the `RunState`;
 `_resume` restores the newest checkpoint; `_epoch` trains, checks divergence, evaluates
-and updates early stopping; `_after_epoch` records, checkpoints and reports;
-`_result` scores the best parameters.
+and updates early stopping (or `_block` runs several short epochs in one device call,
+`_fused`); `_after_epochs` records, checkpoints and reports; `_result` scores the best
+parameters.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from swan_jax.train._config import (
     TrainResult,
 )
 from swan_jax.train._epoch import divergence_message, loss_divergence
-from swan_jax.train._evaluate import metric_mode
+from swan_jax.train._evaluate import finish_sums, metric_mode
 from swan_jax.train._folder import ProgramFolder, fingerprint
+from swan_jax.train._fused import EpochBlocks, can_fuse
 from swan_jax.train._metric import Metric, check_output
 from swan_jax.train._optim import (
     epoch_learning_rates,
@@ -48,6 +50,7 @@ from swan_jax.train._progress import Progress
 from swan_jax.train._splits import Split, prepare_splits
 from swan_jax.train._state import (
     RunState,
+    advance_bookkeeping,
     epochs_run,
     fresh_state,
     init_program,
@@ -194,6 +197,12 @@ def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState
     return state, meta["epoch"]
 
 
+def _evaluated_splits(prog: _Program) -> tuple[str, ...]:
+    """The splits an epoch scores: validation, and test when tracked."""
+    return tuple(s for s in ("val", "test") if prog.has_split(s)
+                 and (s == "val" or prog.cfg.track_test))
+
+
 def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
            progress: Progress):
     """Train one epoch, stop diverged runs, evaluate, update early stopping and plateau."""
@@ -209,8 +218,7 @@ def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
                           "training loss or gradient", epoch, folder)
     trained = time.perf_counter()
     scores = {}
-    for split in [s for s in ("val", "test") if prog.has_split(s)
-                  and (s == "val" or cfg.track_test)]:
+    for split in _evaluated_splits(prog):
         scores[split], finite = prog.evaluate(state.params, hp, split)
         bad = {r: None for r in np.flatnonzero(~finite & ~state.stopped)}
         state = prog.diverged(state, bad, f"predictions on the {split} split", epoch, folder)
@@ -229,24 +237,67 @@ def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
     return state, record, timing
 
 
-def _after_epoch(prog: _Program, state: RunState, record, timing, log: _Log,
-                 folder: ProgramFolder, progress: Progress, trackers: Trackers,
-                 started: float) -> None:
-    """Record the epoch, call the user's hook and the trackers, checkpoint when due,
-    report it."""
-    log.history.append(record)
-    log.timings.append(timing)
-    log.pending.append((record, timing))
-    if prog.cfg.on_epoch_end is not None:
-        prog.cfg.on_epoch_end(record["epoch"], record)
-    trackers.epoch_done(record)
-    epoch = record["epoch"] + 1
+def _after_epochs(prog: _Program, state: RunState, done: Sequence[tuple[dict, dict, RunState]],
+                  log: _Log, folder: ProgramFolder, progress: Progress, trackers: Trackers,
+                  started: float) -> None:
+    """Record the epochs just completed (one, or a fused block's: `(record, timing, the
+    bookkeeping after it)`), call the user's hook and the trackers, checkpoint when due,
+    report them. Every record is in the log before a hook runs, so that a hook's Ctrl-C
+    saves `state` (the last of them) with its whole history."""
+    for record, timing, _ in done:
+        log.history.append(record)
+        log.timings.append(timing)
+        log.pending.append((record, timing))
+    for record, _, after in done:
+        if prog.cfg.on_epoch_end is not None:
+            prog.cfg.on_epoch_end(record["epoch"], record)
+        trackers.epoch_done(record)
+        progress.epoch_done(record, after)
+    epoch, timing = len(log.history), {
+        "train_seconds": sum(t["train_seconds"] for _, t, _ in done),
+        "eval_seconds": sum(t["eval_seconds"] for _, t, _ in done)}
     if _save_due(prog.cfg, log, epoch, state, timing):
         _save(prog, state, log, folder, started)
-    progress.epoch_done(record, state)
     if _past_deadline(prog.cfg, epoch, state, timing):
         raise TrainingInterrupted(log.saved_epochs,
                                   prog.cfg.checkpoint_dir if folder.saves else None)
+
+
+def _block(prog: _Program, blocks: EpochBlocks, state: RunState, epoch: int, n: int
+           ) -> tuple[RunState, list[tuple[dict, dict, RunState]], bool]:
+    """Up to `n` epochs in one device call (`_fused`): the state after them, each epoch's
+    `(record, timing, bookkeeping)`, and whether the block halted before a diverging
+    epoch. No epoch (and the state unchanged) when the host's replay of early stopping
+    disagrees with the device or a solver fails: the loop then runs epochs one by one."""
+    cfg = prog.cfg
+    try:
+        block = blocks.run(state, prog.hp, epoch, n)
+    except SolverError:  # rerun one epoch per call: the error then names its epoch
+        blocks.disabled = True
+        return state, [], False
+    host, done = state, []
+    for i in range(block.epochs):
+        scores = {k: finish_sums(num[i], den[i], finite[i], prog.setup.metric)[0]
+                  for k, (num, den, finite) in block.scores.items()}
+        host, improved = advance_bookkeeping(host, scores["val"], epoch + i, prog.mode,
+                                             cfg.patience)
+        if not np.array_equal(improved, block.improved[i]):
+            print(f"{cfg.description}: early stopping on the device disagreed with the host "
+                  f"at epoch {epoch + i}; training one epoch per call from here", flush=True)
+            blocks.disabled = True
+            return state, [], False
+        losses = block.losses[i][block.ok[i]]
+        record = {"epoch": epoch + i,
+                  "train_loss": [float(np.mean(losses[:, r])) for r in range(host.num_runs)],
+                  "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
+                  "lr": np.asarray(block.rates[i], np.float64).tolist(),
+                  "seconds": block.seconds / block.epochs}
+        timing = {"train_seconds": block.seconds / block.epochs, "eval_seconds": 0.0,
+                  "steps": len(losses), "epochs_per_call": block.epochs}
+        done.append((record, timing, host))
+    fields = {k: getattr(host, k) for k in ("best_metric", "best_epoch", "bad_epochs",
+                                             "stopped", "diverged")}
+    return dataclasses.replace(block.state, **fields), done, block.halted
 
 
 def _save_due(cfg: TrainConfig, log: _Log, epoch: int, state: RunState, timing) -> bool:
@@ -353,17 +404,24 @@ def train(
     state = dataclasses.replace(state, **prog.place.state(state.device_part()))
     trackers.start(log.history, start_epoch)
     progress = Progress(cfg, start_epoch)
+    blocks = (EpochBlocks(prog.pipeline, cfg, _evaluated_splits(prog))
+              if can_fuse(cfg, prog.pipeline) else None)
     try:
         with clear_errors():  # the solver's own sentence first, not equinox's stack note
-            for epoch in range(start_epoch, cfg.epochs):
-                if state.stopped.all():
-                    break
-                # `state` stays the last completed epoch's until `_epoch` returns (nothing
-                # donates it), so Ctrl-C can still save it
-                new, record, timing = _epoch(prog, state, epoch, folder, progress)
+            epoch, alone = start_epoch, False
+            while epoch < cfg.epochs and not state.stopped.all():
+                # `state` stays the last completed epoch's until `_epoch` or `_block`
+                # returns (nothing donates it), so Ctrl-C can still save it
+                n = 0 if blocks is None or alone else blocks.length(epoch)
+                done, alone = [], False
+                if n:
+                    new, done, alone = _block(prog, blocks, state, epoch, n)
+                if not done:
+                    new, record, timing = _epoch(prog, state, epoch, folder, progress)
+                    done = [(record, timing, new)]
                 state = new
-                _after_epoch(prog, state, record, timing, log, folder, progress, trackers,
-                             started)
+                _after_epochs(prog, state, done, log, folder, progress, trackers, started)
+                epoch += len(done)
     except TrainingInterrupted:
         raise
     except KeyboardInterrupt:

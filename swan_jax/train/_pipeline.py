@@ -121,6 +121,7 @@ class DevicePipeline:
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
         self._ids: dict[int, np.ndarray] = {}
         self.chunk = None
+        self.denominators: dict[str, float] = {}  # each split's metric denominator, once seen
         # Nothing is donated: the state of the last completed epoch must survive a Ctrl-C
         # inside the next one (the loop saves it); parameters are small next to a batch.
         self._train = jax.jit(functools.partial(_train_chunk, setup.step_fn, setup.budget))
@@ -135,10 +136,14 @@ class DevicePipeline:
                 _eval_split, setup.predict_fn, setup.eval_budget, setup.level, setup.split_mask,
                 metric if metric in DEVICE_METRICS else None))
 
+    def pack(self, epoch: int) -> np.ndarray:
+        """The graph ids of every step of `epoch` `[steps, n_graph - 1]` (not cached)."""
+        return epoch_ids(self.setup.data["train"], self.setup.budget, self.setup.batch_size,
+                         self.setup.rng(epoch))
+
     def epoch_ids(self, epoch: int) -> np.ndarray:
         if epoch not in self._ids:
-            self._ids = {epoch: epoch_ids(self.setup.data["train"], self.setup.budget,
-                                          self.setup.batch_size, self.setup.rng(epoch))}
+            self._ids = {epoch: self.pack(epoch)}
         return self._ids[epoch]
 
     def steps(self, epoch: int) -> int:
@@ -171,8 +176,8 @@ class DevicePipeline:
             return finish_scores(*out)
         if self.setup.metric in DEVICE_METRICS:
             numerator, denominator, finite = (np.asarray(x) for x in out)
-            return finish_sums(numerator.sum(0), denominator.sum(), finite.all(0),
-                               self.setup.metric)
+            self.denominators[split] = float(denominator)
+            return finish_sums(numerator, denominator, finite, self.setup.metric)
         pred, target, mask = (np.asarray(x) for x in out)
         real = [m.astype(bool) for m in mask]
         return score_runs(np.concatenate([p[:, r] for p, r in zip(pred, real, strict=True)],
@@ -221,8 +226,11 @@ def _padded_steps(ids: Mapping[str, np.ndarray]) -> dict[str, tuple[jax.Array, j
 
 def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric: str | None,
                 params, hp, data: DeviceData, ids, real):
-    """One scan over a split's batches: metric sums (`metric`) or predictions per batch;
-    padding steps (`real` False) are skipped and count for nothing."""
+    """One scan over a split's batches: with `metric`, its sums over the real batches
+    `(numerator [runs], denominator [], finite [runs])`, added in step order in the scan's
+    carry (the fused epochs reduce the same sums in the same order: `_fused`); without,
+    the predictions, targets and masks per batch. Padding steps (`real` False) are
+    skipped and count for nothing."""
     @jax.jit  # one function object: `skip`'s shapes reuse the trace `cond` makes of it
     def one(step_ids):
         batch = _assemble(data, step_ids, budget)
@@ -243,7 +251,16 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
     def body(_, step):
         return None, jax.lax.cond(step[1], one, skip, step[0])
 
-    return jax.lax.scan(body, None, (ids, real))[1]
+    per_step = jax.lax.scan(body, None, (ids, real))[1]
+    if metric is None:
+        return per_step
+
+    def add(total, step):  # in step order: the same sums wherever this is traced
+        return (total[0] + step[0], total[1] + step[1], total[2] & step[2]), None
+
+    start = (jnp.zeros_like(per_step[0][0]), jnp.zeros_like(per_step[1][0]),
+             jnp.ones_like(per_step[2][0]))
+    return jax.lax.scan(add, start, per_step)[0]
 
 
 def _eval_scores(predict_fn, budget: Budget, level: str, split_mask: bool, metric: Metric,

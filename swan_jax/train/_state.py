@@ -114,19 +114,26 @@ def improved_runs(state: RunState, metric: Sequence[float], mode: str) -> np.nda
     return ~state.stopped & ((state.best_epoch < 0) | better)
 
 
-def record_epoch(state: RunState, metric: Sequence[float], epoch: int, mode: str,
-                 patience: int | None) -> RunState:
-    """Keep improved runs' parameters as their best; count patience; stop the exhausted."""
+def advance_bookkeeping(state: RunState, metric: Sequence[float], epoch: int, mode: str,
+                        patience: int | None) -> tuple[RunState, np.ndarray]:
+    """The host half of `record_epoch`: best metric and epoch, patience and stops
+    (`best_params` untouched), and which runs improved `[runs]`."""
     improved = improved_runs(state, metric, mode)
-    best_params = _keep_best(jnp.asarray(improved), state.params, state.best_params)
     live = ~state.stopped
     bad = np.where(improved, 0, np.where(live, state.bad_epochs + 1, state.bad_epochs))
     out_of_patience = live & ~improved & (patience is not None) & (bad >= (patience or 0))
     return dataclasses.replace(
-        state, best_params=best_params,
-        best_metric=np.where(improved, np.asarray(metric, np.float64), state.best_metric),
+        state, best_metric=np.where(improved, np.asarray(metric, np.float64), state.best_metric),
         best_epoch=np.where(improved, epoch, state.best_epoch), bad_epochs=bad,
-        stopped=state.stopped | out_of_patience)
+        stopped=state.stopped | out_of_patience), improved
+
+
+def record_epoch(state: RunState, metric: Sequence[float], epoch: int, mode: str,
+                 patience: int | None) -> RunState:
+    """Keep improved runs' parameters as their best; count patience; stop the exhausted."""
+    new, improved = advance_bookkeeping(state, metric, epoch, mode, patience)
+    return dataclasses.replace(
+        new, best_params=_keep_best(jnp.asarray(improved), state.params, state.best_params))
 
 
 def mark_diverged(state: RunState, runs: np.ndarray) -> RunState:

@@ -1,0 +1,191 @@
+"""Several epochs per device call (`swan_jax.train._fused`): the per-epoch loop's numbers
+(to float tolerance: another compiled program) and decisions, the same numbers bit for bit
+wherever the blocks start and end; divergence, Ctrl-C, resume and hooks."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from swan_jax.train import TrainConfig, TrainingDiverged, TrainingInterrupted, _fused, train
+from swan_jax.train._evaluate import finish_sums
+from tests.train_script import GRID, line_swap_dataset, model_fn, splits
+
+
+def _train(data, grid, per_call: int, **settings):
+    cfg = TrainConfig(batch_size=4, progress=False, quiet=True, pipeline="device",
+                      epochs_per_call=per_call, **settings)
+    return train(model_fn, data, cfg, grid)
+
+
+def _records(result) -> list[dict]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in result.history]
+
+
+def _assert_same(a, b):
+    """Bit for bit: runs, history, best parameters."""
+    assert a.runs == b.runs and _records(a) == _records(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a.best_params),
+                    jax.tree_util.tree_leaves(b.best_params), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def _assert_close(one, fused):
+    """The same decisions (best epochs, epochs run, divergence), numbers to rtol 1e-5."""
+    for a, b in zip(one.runs, fused.runs, strict=True):
+        assert {k: a[k] for k in ("best_epoch", "epochs_run", "diverged", "hparams")} == \
+            {k: b[k] for k in ("best_epoch", "epochs_run", "diverged", "hparams")}
+        np.testing.assert_allclose([a["best_val"], a["test"]], [b["best_val"], b["test"]],
+                                   rtol=1e-5)
+    assert len(one.history) == len(fused.history)
+    for a, b in zip(one.history, fused.history, strict=True):
+        for key in ("train_loss", "val", "test", "lr"):
+            np.testing.assert_allclose(a.get(key, []), b.get(key, []), rtol=1e-5)
+
+
+def _blocks(result) -> list[int]:
+    """Epochs per device call, one entry per call."""
+    sizes, epoch = [], 0
+    while epoch < len(result.timings):
+        sizes.append(result.timings[epoch].get("epochs_per_call", 1))
+        epoch += sizes[-1]
+    return sizes
+
+
+@pytest.mark.parametrize("settings", [
+    {"epochs": 24, "patience": 3, "seeds": (0, 1)},  # runs stop at different epochs
+    {"epochs": 12, "schedule": "cosine", "warmup_epochs": 2, "track_test": False,
+     "metric": "log10_mse"},
+])
+def test_blocks_give_the_per_epoch_numbers_and_the_same_bits_however_they_are_cut(settings):
+    data = splits(line_swap_dataset())
+    one, fused, short = (_train(data, GRID, k, **settings) for k in (1, 64, 3))
+    _assert_close(one, fused)
+    _assert_same(fused, short)
+    assert max(_blocks(one)) == 1 and max(_blocks(short)) == 3 and max(_blocks(fused)) > 3
+    if "patience" in settings:  # early stopping ended runs at different epochs
+        assert len({r["epochs_run"] for r in fused.runs}) > 1
+
+
+class _Drift(nn.Module):
+    """A readout whose bias climbs with training; past 0.1 its predictions are infinite
+    (a divergence several epochs in, at a learning-rate-dependent epoch)."""
+
+    @nn.compact
+    def __call__(self, graph):
+        bias = self.param("bias", nn.initializers.zeros, ())
+        return nn.Dense(1)(graph.nodes) + bias + jnp.where(bias > 0.1, jnp.inf, 0.0)
+
+
+def _drift(hp):
+    return _Drift()
+
+
+def test_a_diverging_run_is_stopped_as_in_the_per_epoch_loop():
+    grid = [{"learning_rate": 1e-4}, {"learning_rate": 4e-3}]
+    cfg = dict(batch_size=4, progress=False, quiet=True, pipeline="device", epochs=16,
+               on_divergence="stop_run")
+    data = splits(line_swap_dataset())
+    one, fused = (train(_drift, data, TrainConfig(epochs_per_call=k, **cfg), grid)
+                  for k in (1, 64))
+    _assert_close(one, fused)
+    assert fused.runs[1]["diverged"] and not fused.runs[0]["diverged"]
+    assert fused.runs[1]["epochs_run"] > 3
+    assert 1 in _blocks(fused)[2:]  # the diverging epoch ran alone, after a block
+
+
+def test_a_divergence_raises_the_per_epoch_message(tmp_path):
+    messages = []
+    for k in (1, 64):
+        cfg = TrainConfig(epochs=16, batch_size=4, progress=False, epochs_per_call=k,
+                          checkpoint_dir=str(tmp_path / str(k)), pipeline="device")
+        with pytest.raises(TrainingDiverged) as err:
+            train(_drift, splits(line_swap_dataset()), cfg, [{"learning_rate": 4e-3}])
+        messages.append(str(err.value).replace(str(tmp_path / str(k)), "DIR"))
+    assert messages[0] == messages[1] and "epoch 0," not in messages[0]
+
+
+def test_ctrl_c_inside_a_block_keeps_the_blocks_before_and_resume_ends_the_same(
+        tmp_path, monkeypatch):
+    data = splits(line_swap_dataset())
+    real, calls = _fused.EpochBlocks.run, []
+
+    def ctrl_c_in_the_fourth_block(self, *args):
+        calls.append(args[2])  # the block's first epoch (run(state, hp, epoch, n))
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    cfg = TrainConfig(epochs=30, batch_size=4, progress=False, pipeline="device",
+                      checkpoint_dir=str(tmp_path), checkpoint_seconds=1e9, epochs_per_call=5)
+    with monkeypatch.context() as mp:
+        mp.setattr(_fused.EpochBlocks, "run", ctrl_c_in_the_fourth_block)
+        with pytest.raises(TrainingInterrupted) as err:
+            train(model_fn, data, cfg, GRID[:1])
+    assert err.value.epochs_done == calls[3] > calls[2]
+    assert (tmp_path / str(calls[3])).exists()
+    resumed = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "resume": True}), GRID[:1])
+    whole = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "checkpoint_dir": None}),
+                  GRID[:1])
+    _assert_same(whole, resumed)  # other blocks, the same bits
+
+
+def test_a_hook_that_stops_inside_a_block_saves_the_whole_block(tmp_path):
+    """A hook sees each epoch after its block; its Ctrl-C (the campaign's budget stop)
+    saves the block's last epoch with every record of the block."""
+    data = splits(line_swap_dataset())
+    seen = []
+
+    def stop_at_epoch_five(epoch, record):
+        seen.append(epoch)
+        if epoch == 5:
+            raise KeyboardInterrupt
+
+    cfg = TrainConfig(epochs=40, batch_size=4, progress=False, pipeline="device",
+                      checkpoint_dir=str(tmp_path), checkpoint_seconds=1e9,
+                      on_epoch_end=stop_at_epoch_five)
+    with pytest.raises(TrainingInterrupted) as err:
+        train(model_fn, data, cfg, GRID[:1])
+    done = err.value.epochs_done
+    assert done > 6 and seen == list(range(6))  # the block went past the hook's epoch
+    history = (tmp_path / "history.jsonl").read_text().splitlines()
+    assert len(history) == done and (tmp_path / str(done)).exists()
+
+
+def test_the_best_numerator_comes_back_exactly_from_the_hosts_score():
+    rng = np.random.default_rng(0)
+    numerators = (rng.uniform(0, 1, 2000) * 10.0 ** rng.integers(-12, 6, 2000)).astype(
+        np.float32)
+    for metric in ("mse", "mae", "log10_mse", "graph_mean_log10_mse"):
+        for den in (7.0, 100.0, 2.3456789):
+            values = finish_sums(numerators, np.float32(den), np.ones(2000, bool), metric)[0]
+            back = [_fused.numerator_of(metric, v, float(np.float32(den))) for v in values]
+            np.testing.assert_array_equal(np.asarray(back, np.float32), numerators)
+
+
+def test_blocks_are_only_used_where_the_numbers_stay_the_same():
+    data = splits(line_swap_dataset())
+    from swan_jax.train import _loop
+
+    def fuses(**settings) -> bool:
+        cfg = TrainConfig(batch_size=4, progress=False, **settings)
+        prog = _loop._Program(model_fn, data, cfg, GRID[:1])
+        _loop._initial_state(prog)
+        return _fused.can_fuse(cfg, prog.pipeline)
+
+    assert fuses(pipeline="device")
+    assert not fuses(pipeline="host")
+    assert not fuses(pipeline="device", schedule="plateau")  # reads the float64 metric
+    assert not fuses(pipeline="device", metric="ap")  # scored on the host
+    assert not fuses(pipeline="device", checkpoint_seconds=0)
+    assert not fuses(pipeline="device", epochs_per_call=1)
+
+
+def test_epochs_per_call_is_refused_outside_its_range():
+    for value in (0, 65):
+        with pytest.raises(ValueError,
+                           match=rf"epochs_per_call must be in \[1, 64\], got {value}"):
+            TrainConfig(epochs_per_call=value)
