@@ -41,9 +41,16 @@ export PYTHONUNBUFFERED=1
 [ -z "${GPU_CHECK_SMOKE:-}" ] && export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
 
 # The runtime table and the campaign work on a copy outside $OUT, returned as one file
-# (a lent machine may return only a limited number of files).
+# (a lent machine may return only a limited number of files, each at most 16 MiB). The
+# copy's bundles that no cell rewrote are left out of it: `merge` takes a cell only where
+# this machine's state of it is newer, and such a cell's bundle is new or removed.
+pack() {
+    find "$work/reproductions/campaign/bundles" -name '*.npz' ! -newer "$work/.copied" \
+        -delete 2>/dev/null
+    tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
+}
 work=/tmp/gpu_slice_work
-rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/"
+rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/" && touch "$work/.copied"
 if [ "${RUNTIME_TABLE:-1}" = 1 ]; then  # the paper's runtime table, beside the authors' code
     ref=()
     [ -f .gpu_ref/swan.py ] && ref=(--ref .gpu_ref/swan.py)
@@ -55,7 +62,7 @@ fi
 left=$((TOTAL - ($(date +%s) - started) - MARGIN))
 if [ "$left" -lt 120 ]; then
     echo "campaign: only $left s left of the slice; no cell started"
-    tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
+    pack
     exit 0
 fi
 cells=()
@@ -67,6 +74,6 @@ echo "campaign: $minutes minutes, cells: ${CELLS:-all, in plan order}"
 timeout -s TERM "$left" "$PY" -m reproduce.campaign run --reproductions "$work/reproductions" \
     --budget-minutes "$minutes" --no-render "${cells[@]}"
 status=$?
-tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
+pack
 echo "gpu slice finished after $(($(date +%s) - started)) s (campaign status $status)"
 exit $status

@@ -82,11 +82,13 @@ def test_a_bad_plan_is_named(tmp_path):
         plan.load_plan(tmp_path / "missing.toml")
 
 
-def test_a_cell_collected_at_the_paper_protocol_counts_as_done():
+def test_a_cell_collected_at_the_paper_protocol_counts_as_done(tmp_path):
     entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
-    root = REPO / "reproductions"
-    assert gather.is_done(entries["transfer/line/10/swan"], root)  # the H200 run
-    assert not gather.is_done(entries["transfer/line/10/adgn"], root)  # CPU run: reduced
+    # two committed runs alone (the campaign's own collections would mark both done)
+    for run in ("transfer", "transfer-h200-line10"):  # the CPU run reduced, the H200 full
+        shutil.copytree(REPO / "reproductions" / run, tmp_path / run)
+    assert gather.is_done(entries["transfer/line/10/swan"], tmp_path)  # the H200 run
+    assert not gather.is_done(entries["transfer/line/10/adgn"], tmp_path)  # CPU: reduced
 
 
 # ============================================================== stop, bundle, resume
@@ -314,3 +316,30 @@ def test_sigterm_stops_after_a_checkpoint_bundles_and_starts_nothing_else(tmp_pa
     assert meta["programs"][0]["epoch"] in (2, 3)  # the epoch under way is saved or not run
     assert not (opts.work / second.slug).exists()  # no further cell started
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+
+
+class MergeWhileTraining(Deadline):
+    """A generous deadline; after the first epoch, another writer (a `merge` of a GPU
+    slice) records a cell of its own in the state file."""
+
+    state_file: Path | None = None
+
+    def on_epoch_end(self, epoch, record):
+        if epoch == 0:
+            state = json.loads(self.state_file.read_text())
+            state["cells"]["transfer/ring/3/gcn"] = {"status": "finished", "updated": "x"}
+            self.state_file.write_text(json.dumps(state))
+        super().on_epoch_end(epoch, record)
+
+
+def test_a_merge_while_the_campaign_trains_keeps_its_cells(tmp_path):
+    entry = _entry("gcn")
+    opts = _setup(tmp_path, [entry], "a")
+    state_file = opts.folder / loop.STATE_FILE
+    state_file.write_text(json.dumps({"cells": {}}))
+    deadline = MergeWhileTraining(time.monotonic() + 3600)
+    deadline.state_file = state_file
+    loop.run_campaign(opts, deadline=deadline)
+    cells = json.loads(state_file.read_text())["cells"]
+    assert cells["transfer/ring/3/gcn"] == {"status": "finished", "updated": "x"}
+    assert cells[entry.id]["status"] == "finished"

@@ -189,6 +189,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     runs = gather._runs(opts.reproductions)
     done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
     previous = _install_signals(deadline)
+    ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
         for entry in select(entries, opts, done):
             # No cell starts that could not start a program (every later one would only
@@ -207,13 +208,26 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
             if (opts.fit and cost > left) or (opts.max_cell_minutes is not None
                                               and cost > opts.max_cell_minutes):
                 continue
+            ran.append(entry.id)
             lines += _one_cell(entry, opts, deadline, state)
     finally:
         _quiet_signals()
-        write_text_atomic(opts.folder / STATE_FILE, json.dumps(state, indent=1) + "\n")
+        _save_state(opts, state, ran)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return lines + _said(closing(opts, entries))
+
+
+def _save_state(opts: Options, state: dict[str, Any], cells: Sequence[str]) -> None:
+    """This call's cells written into the state file as it is now: a `merge` of another
+    machine's cells while this call ran (the standing practice: the campaign runs in the
+    background while a GPU slice is merged) keeps its entries."""
+    current = read_state(opts)
+    for cell in cells:
+        if cell in state["cells"]:
+            current["cells"][cell] = state["cells"][cell]
+    opts.folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(opts.folder / STATE_FILE, json.dumps(current, indent=1) + "\n")
 
 
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
