@@ -222,15 +222,16 @@ def _fused_epochs(work: Workload, seconds: float) -> dict[str, Any] | None:
     """Epoch wall time with several epochs per device call (`TrainConfig.epochs_per_call`,
     its default), from a `train` call of about `seconds` after its compiling first blocks;
     None where an epoch is more than one training call (nothing is fused)."""
-    from swan_jax.train._fused import can_fuse
+    from swan_jax.train._fused import MIN_FUSED_EPOCHS, can_fuse
 
     prog_cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
     prog = _loop._Program(work.model_fn, work.splits, prog_cfg, work.grid)
     _loop._initial_state(prog)
-    if not can_fuse(prog_cfg, prog.pipeline) or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK:
+    if (not can_fuse(prog_cfg, prog.pipeline, MIN_FUSED_EPOCHS)
+            or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK):
         return None
     per_epoch = _epochs(work, "device", 3)["epoch_s"]  # the per-epoch loop's pace
-    epochs = int(min(5000, max(20, seconds / per_epoch)))
+    epochs = int(min(5000, max(MIN_FUSED_EPOCHS, seconds / per_epoch)))
     with tempfile.TemporaryDirectory() as tmp:
         result = train(work.model_fn, work.splits, dataclasses.replace(
             prog_cfg, epochs=epochs, checkpoint_dir=tmp, patience=None), work.grid)

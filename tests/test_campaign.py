@@ -118,11 +118,11 @@ def test_a_budget_stop_then_a_bundle_on_a_fresh_machine_ends_bit_identical(tmp_p
     lines = loop.run_campaign(cut, deadline=FifteenSecondEpochs(80.0, margin=0.0))
     assert any("unfinished" in line for line in lines)
     # 80 s: 60 kept for the first epoch, then 15 s per epoch: the 4th epoch is the last
-    # the hook sees (saved on the way out; a loop that does not save it keeps the 3rd),
-    # or the last of the fused block it is in (its epochs are done: `train._fused`)
+    # (saved on the way out; a loop that does not save it keeps the 3rd). (6 epochs: one
+    # per call; a fused block's hook stop saves the whole block, tests/test_fused.py)
     folder = next((cut.work / entry.slug / "checkpoints").rglob("run.json")).parent
     steps = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-    assert steps[-1] >= 3
+    assert steps[-1] in (3, 4)
     path = cut.bundle_path(entry)
     meta = bundle.read_meta(path)
     assert meta["programs"][0]["epoch"] == steps[-1]

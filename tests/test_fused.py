@@ -15,6 +15,13 @@ from swan_jax.train._evaluate import finish_sums
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
 
 
+@pytest.fixture(autouse=True)
+def _short_runs_fuse(monkeypatch):
+    """These tests' runs are a few dozen epochs of a tiny model: blocks from 8 epochs
+    left on (a user's call needs `MIN_FUSED_EPOCHS`, where blocks repay their compile)."""
+    monkeypatch.setattr(_fused, "MIN_FUSED_EPOCHS", 8)
+
+
 def _train(data, grid, per_call: int, **settings):
     cfg = TrainConfig(batch_size=4, progress=False, quiet=True, pipeline="device",
                       epochs_per_call=per_call, **settings)
@@ -166,7 +173,7 @@ def test_the_best_numerator_comes_back_exactly_from_the_hosts_score():
             np.testing.assert_array_equal(np.asarray(back, np.float32), numerators)
 
 
-def test_blocks_are_only_used_where_the_numbers_stay_the_same():
+def test_blocks_are_used_only_where_the_numbers_stay_the_same_and_they_pay():
     data = splits(line_swap_dataset())
     from swan_jax.train import _loop
 
@@ -174,7 +181,7 @@ def test_blocks_are_only_used_where_the_numbers_stay_the_same():
         cfg = TrainConfig(batch_size=4, progress=False, **settings)
         prog = _loop._Program(model_fn, data, cfg, GRID[:1])
         _loop._initial_state(prog)
-        return _fused.can_fuse(cfg, prog.pipeline)
+        return _fused.can_fuse(cfg, prog.pipeline, epochs_left=8)
 
     assert fuses(pipeline="device")
     assert not fuses(pipeline="host")
@@ -182,6 +189,8 @@ def test_blocks_are_only_used_where_the_numbers_stay_the_same():
     assert not fuses(pipeline="device", metric="ap")  # scored on the host
     assert not fuses(pipeline="device", checkpoint_seconds=0)
     assert not fuses(pipeline="device", epochs_per_call=1)
+    _fused.MIN_FUSED_EPOCHS = 9  # (the fixture restores it)
+    assert not fuses(pipeline="device")  # too few epochs left to repay a block's compile
 
 
 def test_epochs_per_call_is_refused_outside_its_range():
