@@ -227,8 +227,8 @@ def _fused_epochs(work: Workload, seconds: float) -> dict[str, Any] | None:
     prog_cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
     prog = _loop._Program(work.model_fn, work.splits, prog_cfg, work.grid)
     _loop._initial_state(prog)
-    if (not can_fuse(prog_cfg, prog.pipeline, MIN_FUSED_EPOCHS)
-            or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK):
+    long_run = dataclasses.replace(prog_cfg, epochs=MIN_FUSED_EPOCHS)
+    if not can_fuse(long_run, prog.pipeline) or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK:
         return None
     per_epoch = _epochs(work, "device", 3)["epoch_s"]  # the per-epoch loop's pace
     epochs = int(min(5000, max(MIN_FUSED_EPOCHS, seconds / per_epoch)))

@@ -128,6 +128,8 @@ def test_ctrl_c_inside_a_block_keeps_the_blocks_before_and_resume_ends_the_same(
 
     cfg = TrainConfig(epochs=30, batch_size=4, progress=False, pipeline="device",
                       checkpoint_dir=str(tmp_path), checkpoint_seconds=1e9, epochs_per_call=5)
+    # the resumed call has fewer epochs left than a run needs to fuse: it fuses all the same
+    monkeypatch.setattr(_fused, "MIN_FUSED_EPOCHS", 25)
     with monkeypatch.context() as mp:
         mp.setattr(_fused.EpochBlocks, "run", ctrl_c_in_the_fourth_block)
         with pytest.raises(TrainingInterrupted) as err:
@@ -178,10 +180,10 @@ def test_blocks_are_used_only_where_the_numbers_stay_the_same_and_they_pay():
     from swan_jax.train import _loop
 
     def fuses(**settings) -> bool:
-        cfg = TrainConfig(batch_size=4, progress=False, **settings)
+        cfg = TrainConfig(batch_size=4, progress=False, **{"epochs": 8, **settings})
         prog = _loop._Program(model_fn, data, cfg, GRID[:1])
         _loop._initial_state(prog)
-        return _fused.can_fuse(cfg, prog.pipeline, epochs_left=8)
+        return _fused.can_fuse(cfg, prog.pipeline)
 
     assert fuses(pipeline="device")
     assert not fuses(pipeline="host")
@@ -189,8 +191,7 @@ def test_blocks_are_used_only_where_the_numbers_stay_the_same_and_they_pay():
     assert not fuses(pipeline="device", metric="ap")  # scored on the host
     assert not fuses(pipeline="device", checkpoint_seconds=0)
     assert not fuses(pipeline="device", epochs_per_call=1)
-    _fused.MIN_FUSED_EPOCHS = 9  # (the fixture restores it)
-    assert not fuses(pipeline="device")  # too few epochs left to repay a block's compile
+    assert not fuses(pipeline="device", epochs=7)  # too few to repay a block's compile
 
 
 def test_epochs_per_call_is_refused_outside_its_range():

@@ -93,8 +93,8 @@ class TrainConfig:
     the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
     from which another epoch would overrun it, after a save (`TrainingInterrupted`).
     `epochs_per_call`: on the device pipeline, short epochs (one training call each, a
-    metric summed on the device, no plateau schedule, `checkpoint_seconds` > 0, at least
-    `_fused.MIN_FUSED_EPOCHS` epochs to run) run up to this many per device call, early
+    metric summed on the device, no plateau schedule, `checkpoint_seconds` > 0, a run of at
+    least `_fused.MIN_FUSED_EPOCHS` epochs) run up to this many per device call, early
     stopping included, with the per-epoch loop's rules and numbers to float tolerance
     (`_fused`); hooks, trackers and saves follow at the end of each call.
     """

@@ -35,7 +35,7 @@ What stays the same:
 Blocks are used only where that equivalence holds: the device pipeline, one training
 call per epoch, a metric the device reduces (`DEVICE_METRICS`), no plateau schedule
 (its update reads the float64 metric), and saves not due every epoch; and where they
-pay: at least `MIN_FUSED_EPOCHS` epochs left to run.
+pay: runs of at least `MIN_FUSED_EPOCHS` epochs.
 """
 
 from __future__ import annotations
@@ -57,16 +57,18 @@ from swan_jax.train._state import RunState, select_runs
 
 BLOCK_SECONDS = 2.0  # a block's target wall time: progress, saves and deadlines keep pace
 NO_PATIENCE = 2**30
-# A call with fewer epochs left runs one per call. The block is one more program to
+# A run of fewer epochs runs one per call. The block is one more program to
 # compile (its loop holds training and evaluation; the evaluation alone is compiled for
 # the final scores anyway): about 1-2 s more, which a GPU's 30 ms saved per epoch (40 to
 # 11 ms on transfer line k = 10) repays after about 50 epochs, a CPU's later.
 MIN_FUSED_EPOCHS = 50
 
 
-def can_fuse(cfg: TrainConfig, pipeline, epochs_left: int) -> bool:
-    """Whether this training call may run several epochs per device call."""
-    return (cfg.epochs_per_call > 1 and epochs_left >= MIN_FUSED_EPOCHS
+def can_fuse(cfg: TrainConfig, pipeline) -> bool:
+    """Whether this training call may run several epochs per device call. It depends on
+    the configuration, not on where a resumed run starts: a resumed run fuses its epochs
+    as the uninterrupted one does, and ends with its bits."""
+    return (cfg.epochs_per_call > 1 and cfg.epochs >= MIN_FUSED_EPOCHS
             and isinstance(pipeline, DevicePipeline)
             and pipeline.setup.metric in DEVICE_METRICS and cfg.schedule != "plateau"
             and cfg.checkpoint_seconds > 0)

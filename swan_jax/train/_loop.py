@@ -412,7 +412,7 @@ def train(
     trackers.start(log.history, start_epoch)
     progress = Progress(cfg, start_epoch)
     blocks = (EpochBlocks(prog.pipeline, cfg, _evaluated_splits(prog))
-              if can_fuse(cfg, prog.pipeline, cfg.epochs - start_epoch) else None)
+              if can_fuse(cfg, prog.pipeline) else None)
     try:
         with clear_errors():  # the solver's own sentence first, not equinox's stack note
             epoch, alone = start_epoch, False
