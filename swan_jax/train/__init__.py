@@ -28,6 +28,8 @@ Where things are (private modules, this is the public face):
 - `_splits`: graph splits, or `NodeSplit` node masks on shared graphs.
 - `_pipeline`: the device pipeline (data placed once, an epoch as a few `lax.scan`
   calls) and the host pipeline (batches built and copied ahead in a thread).
+- `_fused`: several short epochs in one device call (`epochs_per_call`), early
+  stopping on the device.
 - `_memory`, `_progress`, `_placement`: the memory check, progress bars or plain
   per-epoch lines, devices.
 - `_trackers`: per-epoch `history.csv` and TensorBoard event files (`trackers`).
