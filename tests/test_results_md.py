@@ -651,3 +651,19 @@ def test_a_cell_without_its_axes_is_named(repro):
                   [])
     with pytest.raises(ReproductionsError, match="a cell of transfer has no 'topology'"):
         rendered(repro)
+
+
+def test_a_campaign_cell_resumed_on_another_device_kind_says_its_epochs_there(repro):
+    cell = summary({"topology": "line", "distance": 5, "model": "swan"}, 2e-7, epochs=2000)
+    gpu = {**MACHINE, "device": "cuda:0", "device_kind": "NVIDIA H200"}
+    rec = {**record({"topology": "line", "distance": 5, "model": "swan"}, [{}],
+                    epochs=2000), "machine": gpu}
+    write_results(repro / "campaign-transfer-h200", "transfer",
+                  config(sizes=[1000, 100, 100], epochs=2000), [cell], [rec])
+    (repro / "campaign").mkdir()
+    (repro / "campaign" / "state.json").write_text(json.dumps({"cells": {
+        "transfer/line/5/swan": {"status": "finished", "epochs": {"h200": 3161,
+                                                                  "cpu-2core": 839}}}}))
+    swan = row(section(rendered(repro), "Line", "###"), "5", "SWAN")
+    assert swan.endswith("| campaign-transfer-h200 (cuda:0 (NVIDIA H200); also 839 epochs "
+                         "on cpu-2core) |")

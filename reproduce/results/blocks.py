@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -204,14 +205,35 @@ def _cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
-    """The device the cell's programs ran on (their records), else the run's."""
+    """The device the cell's programs ran on (their records), else the run's; for a
+    campaign cell that also trained on another device kind (a program resumed from a
+    bundle on another machine), the epochs it trained there."""
     names = []
     for rec in _cell_records(run, cell):
         machine = rec.get("machine") or {}
         name = str(machine.get("device", "unknown device"))
         names.append(name + (f" ({machine['device_kind']})" if machine.get("device_kind")
                              else ""))
-    return ", ".join(dict.fromkeys(names)) or device(run)
+    return (", ".join(dict.fromkeys(names)) or device(run)) + _other_kinds(run, cell)
+
+
+CAMPAIGN_KINDS = ("h100", "h200")  # a campaign run's folder name ends with its GPU kind
+
+
+def _other_kinds(run: Run, cell: Mapping[str, Any]) -> str:
+    """"; also 839 epochs on cpu-2core": the epochs `reproductions/campaign/state.json`
+    counts for this campaign cell on device kinds other than the run's own."""
+    key, state_file = CELL_KEYS.get(run.experiment), run.folder.parent / "campaign" / "state.json"
+    if key is None or not run.name.startswith("campaign-") or not state_file.is_file():
+        return ""
+    try:
+        cell_id = "/".join([run.experiment, *map(str, key(cell))])
+        epochs = json.loads(state_file.read_text())["cells"][cell_id]["epochs"]
+    except (KeyError, TypeError, ValueError):
+        return ""
+    own = next((k for k in CAMPAIGN_KINDS if run.name.endswith(f"-{k}")), "cpu-2core")
+    others = [f"{n} epochs on {kind}" for kind, n in epochs.items() if kind != own and n]
+    return f"; also {', '.join(others)}" if others else ""
 
 
 def cell_departures(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
