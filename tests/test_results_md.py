@@ -660,10 +660,22 @@ def test_a_campaign_cell_resumed_on_another_device_kind_says_its_epochs_there(re
                     epochs=2000), "machine": gpu}
     write_results(repro / "campaign-transfer-h200", "transfer",
                   config(sizes=[1000, 100, 100], epochs=2000), [cell], [rec])
+    # a cell whose programs' records name both devices already says nothing more
+    ring = {"topology": "ring", "distance": 5, "model": "adgn"}
+    write_results(repro / "campaign-transfer", "transfer",
+                  config(sizes=[1000, 100, 100], epochs=2000),
+                  [summary(ring, 3e-7, epochs=2000)],
+                  [{**record(ring, [{}], epochs=2000, ident="a"), "machine": gpu},
+                   {**record(ring, [{}], epochs=2000, ident="b"), "machine": MACHINE}])
     (repro / "campaign").mkdir()
     (repro / "campaign" / "state.json").write_text(json.dumps({"cells": {
         "transfer/line/5/swan": {"status": "finished", "epochs": {"h200": 3161,
-                                                                  "cpu-2core": 839}}}}))
-    swan = row(section(rendered(repro), "Line", "###"), "5", "SWAN")
+                                                                  "cpu-2core": 839}},
+        "transfer/ring/5/adgn": {"status": "finished", "epochs": {"h200": 2000,
+                                                                  "cpu-2core": 2000}}}}))
+    text = rendered(repro)
+    swan = row(section(text, "Line", "###"), "5", "SWAN")
     assert swan.endswith("| campaign-transfer-h200 (cuda:0 (NVIDIA H200); also 839 epochs "
                          "on cpu-2core) |")
+    adgn = row(section(text, "Ring", "###"), "5", "ADGN")
+    assert adgn.endswith("| campaign-transfer (cuda:0 (NVIDIA H200), cpu:0) |")

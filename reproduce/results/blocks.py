@@ -214,15 +214,17 @@ def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
         name = str(machine.get("device", "unknown device"))
         names.append(name + (f" ({machine['device_kind']})" if machine.get("device_kind")
                              else ""))
-    return (", ".join(dict.fromkeys(names)) or device(run)) + _other_kinds(run, cell)
+    label = ", ".join(dict.fromkeys(names)) or device(run)
+    return label + _other_kinds(run, cell, label)
 
 
 CAMPAIGN_KINDS = ("h100", "h200")  # a campaign run's folder name ends with its GPU kind
 
 
-def _other_kinds(run: Run, cell: Mapping[str, Any]) -> str:
+def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
     """"; also 839 epochs on cpu-2core": the epochs `reproductions/campaign/state.json`
-    counts for this campaign cell on device kinds other than the run's own."""
+    counts for this campaign cell on device kinds other than the run's own and those its
+    records name already (`label`)."""
     key, state_file = CELL_KEYS.get(run.experiment), run.folder.parent / "campaign" / "state.json"
     if key is None or not run.name.startswith("campaign-") or not state_file.is_file():
         return ""
@@ -232,7 +234,10 @@ def _other_kinds(run: Run, cell: Mapping[str, Any]) -> str:
     except (KeyError, TypeError, ValueError):
         return ""
     own = next((k for k in CAMPAIGN_KINDS if run.name.endswith(f"-{k}")), "cpu-2core")
-    others = [f"{n} epochs on {kind}" for kind, n in epochs.items() if kind != own and n]
+    named = {kind for kind in CAMPAIGN_KINDS if kind.upper() in label}
+    named |= {"cpu-2core"} if "cpu:" in label else set()
+    others = [f"{n} epochs on {kind}" for kind, n in epochs.items()
+              if kind != own and kind not in named and n]
     return f"; also {', '.join(others)}" if others else ""
 
 
