@@ -422,7 +422,8 @@ def train(
                 n = 0 if blocks is None or alone else blocks.length(epoch)
                 done, alone = [], False
                 if n:
-                    new, done, alone = _block(prog, blocks, state, epoch, n)
+                    new, done, halted = _block(prog, blocks, state, epoch, n)
+                    alone = halted and bool(done)  # the diverging epoch is the next one
                 if not done:
                     new, record, timing = _epoch(prog, state, epoch, folder, progress)
                     done = [(record, timing, new)]
