@@ -234,3 +234,20 @@ def test_prefetching_hands_over_items_in_order_and_reraises_errors():
         for item in _prefetch(source(), depth=2):
             got.append(item)
     assert got == [0, 1, 2, 3, 4]
+
+
+def test_steps_per_call_are_fixed_for_the_run_not_for_the_call():
+    """Packing graphs of many sizes gives epochs of 9 to 11 steps: the steps per call
+    come from the run's first epochs, so a call resumed later compiles the same programs
+    (and ends with the same bits) as the first call."""
+    data = random_dataset(np.random.default_rng(0), 60)
+    data.node_targets = data.node_targets[:, :1]  # the model's one output column
+    parts = {"train": data.subset(range(40)), "val": data.subset(range(40, 50)),
+             "test": data.subset(range(50, 60))}
+    cfg = TrainConfig(epochs=2, batch_size=6, progress=False, pipeline="device")
+    prog = _loop._Program(model_fn, parts, cfg, GRID[:1])
+    state, _ = _loop._initial_state(prog)
+    steps = [len(prog.pipeline.pack(e)) for e in range(12)]
+    assert len(set(steps)) > 1 and steps[11] < max(steps[:8])  # packing varies
+    prog.pipeline.train_epoch(state, prog.hp, 11, lambda n: None)  # a call resumed there
+    assert prog.pipeline.chunk == max(steps[:8])

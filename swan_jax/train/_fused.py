@@ -52,7 +52,7 @@ import numpy as np
 from swan_jax.train._config import MAX_EPOCHS_PER_CALL, TrainConfig
 from swan_jax.train._evaluate import DEVICE_METRICS
 from swan_jax.train._optim import epoch_learning_rates
-from swan_jax.train._pipeline import MAX_CHUNK, DevicePipeline, _eval_split, _train_chunk
+from swan_jax.train._pipeline import DevicePipeline, _eval_split, _train_chunk
 from swan_jax.train._state import RunState, select_runs
 
 BLOCK_SECONDS = 2.0  # a block's target wall time: progress, saves and deadlines keep pace
@@ -139,12 +139,9 @@ class EpochBlocks:
             n = min(n, max(1, int(BLOCK_SECONDS / max(self.pace, 1e-6))))
             if self.cfg.deadline is not None:
                 n = min(n, max(1, int((self.cfg.deadline - time.time()) / (1.5 * self.pace))))
-        pipe = self.pipeline
+        chunk = self.pipeline.chunk_size()  # the per-epoch loop's, fixed for the run
         for i in range(n):
-            steps = len(self._epoch_ids(epoch + i))
-            if pipe.chunk is None:  # the per-epoch loop's choice (one call per epoch)
-                pipe.chunk = math.ceil(steps / math.ceil(steps / MAX_CHUNK))
-            if steps > pipe.chunk:
+            if len(self._epoch_ids(epoch + i)) > chunk:
                 return i
         return n
 

@@ -52,6 +52,7 @@ from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._state import RunState
 
 MAX_CHUNK = 64  # steps per device call: the step bar moves at least this often
+CHUNK_SAMPLE = 8  # epochs whose step counts set a run's steps per call (packing varies)
 PLACE_SHARE = 0.25  # "auto" places the splits when they take at most this share of free memory
 
 
@@ -149,12 +150,19 @@ class DevicePipeline:
     def steps(self, epoch: int) -> int:
         return len(self.epoch_ids(epoch))
 
+    def chunk_size(self) -> int:
+        """Steps per training call, fixed for the run, not for the call (a resumed call
+        compiles what the first one did: the same bits): the most steps among the first
+        `CHUNK_SAMPLE` epochs, cut into calls of at most `MAX_CHUNK` steps."""
+        if self.chunk is None:
+            steps = max(len(self.pack(e)) for e in range(CHUNK_SAMPLE))
+            self.chunk = math.ceil(steps / math.ceil(steps / MAX_CHUNK))
+        return self.chunk
+
     def train_epoch(self, state: RunState, hp, epoch: int, on_steps: Callable[[int], None]
                     ) -> tuple[RunState, np.ndarray]:
         ids = self.epoch_ids(epoch)
-        if self.chunk is None:  # fixed once: one compilation for every epoch
-            self.chunk = math.ceil(len(ids) / math.ceil(len(ids) / MAX_CHUNK))
-        calls = math.ceil(len(ids) / self.chunk)
+        calls = math.ceil(len(ids) / self.chunk_size())
         padded = np.full((calls * self.chunk, ids.shape[1]), ids.max(initial=0), np.int32)
         padded[: len(ids)] = ids
         ok = np.arange(len(padded)) < len(ids)
