@@ -49,6 +49,7 @@ from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
 from swan_jax.train._splits import Split, prepare_splits
 from swan_jax.train._state import (
+    HOST_FIELDS,
     RunState,
     advance_bookkeeping,
     epochs_run,
@@ -197,11 +198,14 @@ def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState
     return state, meta["epoch"]
 
 
-def _mean_losses(losses: np.ndarray) -> list[float]:
-    """Each run's mean training loss over the epoch's steps `[steps, runs] -> [runs]` (one
+def _epoch_record(epoch: int, losses: np.ndarray, scores: dict[str, list[float]], lr,
+                  seconds: float) -> dict[str, Any]:
+    """An epoch's history record, from its losses `[steps, runs]` (each run's mean in one
     NumPy call: per run, 32 runs cost half a millisecond an epoch, a fused GPU epoch's
-    twentieth)."""
-    return np.mean(losses, axis=0).tolist()
+    twentieth), its scores per split and learning rates `[runs]`."""
+    return {"epoch": epoch, "train_loss": np.mean(losses, axis=0).tolist(),
+            "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
+            "lr": np.asarray(lr, np.float64).tolist(), "seconds": seconds}
 
 
 def _evaluated_splits(prog: _Program) -> tuple[str, ...]:
@@ -234,11 +238,8 @@ def _epoch(prog: _Program, state: RunState, epoch: int, folder: ProgramFolder,
     if state.plateau is not None:
         state = dataclasses.replace(state, plateau=step_plateau(
             cfg, state.plateau, np.asarray(scores["val"]), active, prog.mode))
-    record = {"epoch": epoch,
-              "train_loss": _mean_losses(losses),
-              "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
-              "lr": np.asarray(hp["learning_rate"], np.float64).tolist(),
-              "seconds": time.perf_counter() - started}
+    record = _epoch_record(epoch, losses, scores, hp["learning_rate"],
+                           time.perf_counter() - started)
     timing = {"train_seconds": trained - started,
               "eval_seconds": time.perf_counter() - trained, "steps": len(losses)}
     return state, record, timing
@@ -294,16 +295,12 @@ def _block(prog: _Program, blocks: EpochBlocks, state: RunState, epoch: int, n: 
             blocks.disabled = True
             return state, [], False
         losses = block.losses[i][block.ok[i]]
-        record = {"epoch": epoch + i,
-                  "train_loss": _mean_losses(losses),
-                  "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
-                  "lr": np.asarray(block.rates[i], np.float64).tolist(),
-                  "seconds": block.seconds / block.epochs}
+        record = _epoch_record(epoch + i, losses, scores, block.rates[i],
+                               block.seconds / block.epochs)
         timing = {"train_seconds": block.seconds / block.epochs, "eval_seconds": 0.0,
                   "steps": len(losses), "epochs_per_call": block.epochs}
         done.append((record, timing, host))
-    fields = {k: getattr(host, k) for k in ("best_metric", "best_epoch", "bad_epochs",
-                                             "stopped", "diverged")}
+    fields = {k: getattr(host, k) for k in HOST_FIELDS}
     return dataclasses.replace(block.state, **fields), done, block.halted
 
 
