@@ -37,10 +37,8 @@ def _entry(model: str = "swan", **config) -> plan.Entry:
 
 def _setup(tmp_path: Path, entries: list[plan.Entry], name: str) -> loop.Options:
     root = tmp_path / name / "reproductions"
-    (root / "transfer").mkdir(parents=True)
+    root.mkdir(parents=True)
     shutil.copy(REPO / "reproductions" / "paper_values.json", root)
-    shutil.copy(REPO / "reproductions" / "transfer" / "authors_figure_values.json",
-                root / "transfer")
     plan_file = root / "campaign" / "plan.toml"
     plan_file.parent.mkdir(parents=True)
     plan_file.write_text(plan.dump_plan(entries, "test plan"))

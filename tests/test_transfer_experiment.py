@@ -83,6 +83,16 @@ def test_end_to_end_writes_results_and_figure_and_skips_done_cells(tmp_path):
     assert len(records) == 2 and all("machine" in r for r in records)
     assert cells[0]["best_hparams"] == {"adjacency": "sym", "beta": 1.0, "epsilon": 0.1,
                                         "gamma": 0.1, "learning_rate": 1e-3}
+    # The authors' Figure 3 values sit beside ours, MSEs in scientific notation
+    # (transfer errors reach 1e-7: fixed decimals printed them as 0.0000).
+    authors = T.authors_figure3()["values"]["line"]["3"]
+    assert cells[0]["paper"] == [authors["swan"]["mean"], None]
+    assert cells[1]["paper"] == [authors["gcn"]["mean"], authors["gcn"]["std"]]
+    table = (tmp_path / "out" / "table.md").read_text()
+    swan_row = next(line for line in table.splitlines() if line.startswith("| line | 3 | swan"))
+    cols = [c.strip() for c in swan_row.split("|")]
+    assert cols[6] == f"{authors['swan']['mean']:.1e}"
+    assert cols[5] == f"{cells[0]['test_mean']:.1e} ± {cells[0]['test_std']:.1e}"
     png = (tmp_path / "out" / "transfer.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     # Transfer checkpoints by default, like every experiment: each program has a folder.

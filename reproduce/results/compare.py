@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from swan_jax.experiments.report import format_mean_std, format_value
+
 LOWER_IS_BETTER = {"mse", "log10_mse", "graph_mean_log10_mse", "mae", "l1", "loss"}
 PERCENT = {"ap", "f1", "roc_auc", "accuracy", "acc", "auc"}
 
@@ -34,19 +36,18 @@ def finite(value: Any) -> bool:
 
 
 def number(value: Any, metric: str) -> str:
-    """One value the way the paper prints this metric."""
+    """One value the way the paper prints this metric (`report.format_value`)."""
     if not finite(value):
         return "nan"
-    if metric.lower() == "mse":
-        return f"{value:.1e}"
-    return f"{value:.2f}" if scale(metric) == 100.0 else f"{value:.4f}"
+    return format_value(value, metric, percent=scale(metric) == 100.0)
 
 
 def mean_std(mean: Any, std: Any, metric: str) -> str:
     """"mean ± std" (std omitted when unknown)."""
     if not finite(mean):
         return "nan (diverged)"
-    return number(mean, metric) + (f" ± {number(std, metric)}" if finite(std) else "")
+    return format_mean_std(mean, std if finite(std) else None, metric,
+                           percent=scale(metric) == 100.0)
 
 
 def against_paper(ours: float, paper: float, paper_std: float | None, metric: str

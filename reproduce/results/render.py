@@ -3,7 +3,7 @@
 Every number in the document is read from a committed file: ours from
 `reproductions/<run>/results.json` (and `collected.json`, `history.json`), the paper's
 from `reproductions/paper_values.json`, the authors' transfer figure values from
-`reproductions/transfer/authors_figure_values.json`. Cells the paper has and no run
+`swan_jax/experiments/references/transfer_figure3.json`. Cells the paper has and no run
 covers are listed as "not run"; runs of experiments without a paper section get a
 section of their own.
 """
@@ -22,11 +22,10 @@ from reproduce.results.store import (
     Run,
     load_paper,
     load_runs,
-    read_json,
 )
+from swan_jax.experiments.transfer import authors_figure3
 from swan_jax.io import write_text_atomic
 
-AUTHORS_FILE = Path("transfer") / "authors_figure_values.json"
 NODE_CLASSIFICATION = ("node_classification", "node-classification", "nodeclass",
                        "tolokers", "heterophily")
 FIGURE_FILES = {"transfer": "transfer.png", "lrgb": "lrgb-curves.png"}
@@ -41,7 +40,7 @@ Every number is traceable: ours are the cell summaries of
 its test metric read at each run's best validation epoch; mean ± population std over
 seeds, or over official splits), the paper's are in `reproductions/paper_values.json`
 (copied from the paper's tables), the authors' graph-transfer values in
-`reproductions/transfer/authors_figure_values.json`. Each row names the run (folder under
+`swan_jax/experiments/references/transfer_figure3.json`. Each row names the run (folder under
 `reproductions/`) and the device it ran on; each run's protocol and every departure from
 the paper's follow its section.
 
@@ -78,7 +77,7 @@ def _group(runs: Sequence[Run]) -> dict[str, list[Run]]:
 def document(root: Path, out: Path) -> tuple[str, list[str]]:
     """The markdown of RESULTS.md and the warnings to print (figures are drawn)."""
     paper = load_paper(root)
-    authors = read_json(root / AUTHORS_FILE)
+    authors = authors_figure3()
     runs, empty = load_runs(root)
     groups = _group(runs)
     figure = {name: root / FIGURES / file for name, file in FIGURE_FILES.items()}

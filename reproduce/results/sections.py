@@ -52,7 +52,7 @@ def transfer(runs: Sequence[Run], paper: Mapping[str, Any], authors: Mapping[str
              "Test MSE of the target node's value after k hops (layers = k); ours: mean ± "
              "std over seeds. Reference: the values the authors plot as Figure 3 "
              f"(`{src['path']}` of {src['repository']} at {src['commit'][:7]}, copied to "
-             "`reproductions/transfer/authors_figure_values.json`; mean over their 4 seeds, "
+             "`swan_jax/experiments/references/transfer_figure3.json`; mean over their 4 seeds, "
              "no spread recorded for SWAN and ADGN). Verdict: orders of magnitude between "
              "ours and theirs.", ""]
     rows = cell_rows(runs, CELL_KEYS["transfer"])

@@ -2,7 +2,6 @@
 
     reproductions/
       paper_values.json              the paper's numbers and protocols (the references)
-      transfer/authors_figure_values.json
       <run>/results.json             a sweep's results, copied verbatim
       <run>/config.toml              its resolved configuration, copied verbatim
       <run>/collected.json           where it came from, per-program timings, notes
@@ -141,7 +140,7 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
             runs.append(run)
         elif (folder / SECTION_FILE).exists():
             continue
-        elif any(f.name != "authors_figure_values.json" for f in folder.iterdir()):
+        elif any(folder.iterdir()):
             empty.append(f"{folder}: no {RESULTS_FILE}; collect the run again")
     return runs, empty
 

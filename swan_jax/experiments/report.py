@@ -16,16 +16,44 @@ import numpy as np
 from swan_jax.train import HISTORY_FILE, read_history
 
 
-def _fmt(mean: float, std: float, scale: float) -> str:
-    decimals = 2 if scale != 1.0 else 4
-    return f"{scale * mean:.{decimals}f} ± {scale * std:.{decimals}f}"
+def format_value(value: float, metric: str, *, percent: bool = False) -> str:
+    """One metric value the way the paper prints it: MSE in scientific notation (graph
+    transfer's errors span 1e-7 to 1e-1), percentages with 2 decimals, the rest with 4.
+    `value` is already scaled (times 100 where `percent`)."""
+    if not math.isfinite(value):
+        return "nan"
+    if metric.lower() == "mse":
+        return f"{value:.1e}"
+    return f"{value:.2f}" if percent else f"{value:.4f}"
 
 
-def _paper(paper, scale: float) -> str:
-    if paper is None:
-        return "–"
-    decimals = 2 if scale != 1.0 else 4
-    return f"{paper[0]:.{decimals}f} ± {paper[1]:.{decimals}f}"
+def format_mean_std(mean: float, std: float | None, metric: str, *,
+                    percent: bool = False) -> str:
+    """`"mean ± std"` with `format_value`; the std is left out where it is unknown."""
+    text = format_value(mean, metric, percent=percent)
+    if std is None or not math.isfinite(std):
+        return text
+    return f"{text} ± {format_value(std, metric, percent=percent)}"
+
+
+def _cell_value(mean: float, std: float | None, metric: str, scale: float) -> str:
+    return format_mean_std(scale * mean, None if std is None else scale * std, metric,
+                           percent=scale == 100.0)
+
+
+def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
+    """One cell's table row (the paper's values come already scaled)."""
+    spe, scale, metric = c.get("seconds_per_epoch"), exp.scale(c), c["metric"]
+    diverged = " (diverged runs)" if any(c["diverged"]) else ""
+    paper = c.get("paper")
+    return ("| " + " | ".join(str(c[a]) for a in columns) + f" | {metric.upper()} | "
+            f"{_cell_value(c['test_mean'], c['test_std'], metric, scale)}{diverged} | "
+            + ("–" if paper is None
+               else format_mean_std(*paper, metric, percent=scale == 100.0))
+            + f" | {_cell_value(c['val_mean'], c['val_std'], metric, scale)} | "
+            f"{max(c['epochs_run'])} | {len(c['seeds'])} | {c['params']:,} | "
+            f"{'–' if spe is None else f'{spe:.2g}'} | "
+            f"`{json.dumps(c['best_hparams'], sort_keys=True)}` |")
 
 
 def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) -> str:
@@ -51,16 +79,7 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
         if section is not None:
             lines += [f"## {exp.table_sections[1]} `{value}`", ""]
         lines += [header, rule]
-        for c in members:
-            spe, scale = c.get("seconds_per_epoch"), exp.scale(c)
-            diverged = " (diverged runs)" if any(c["diverged"]) else ""
-            lines.append(
-                "| " + " | ".join(str(c[a]) for a in columns) + f" | {c['metric'].upper()} | "
-                f"{_fmt(c['test_mean'], c['test_std'], scale)}{diverged} | "
-                f"{_paper(c.get('paper'), scale)} | {_fmt(c['val_mean'], c['val_std'], scale)} | "
-                f"{max(c['epochs_run'])} | {len(c['seeds'])} | {c['params']:,} | "
-                f"{'–' if spe is None else f'{spe:.1f}'} | "
-                f"`{json.dumps(c['best_hparams'], sort_keys=True)}` |")
+        lines += [_row(exp, columns, c) for c in members]
         lines.append("")
     if skipped:
         lines += ["**Partial run** (`--skip-missing`): these cells were not run:", ""]
@@ -109,7 +128,7 @@ def plot_against_paper(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> b
     paper = [(i, c["paper"]) for i, c in enumerate(rows) if c.get("paper")]
     if paper:
         ax.errorbar([p[0] for _, p in paper], [i + 0.2 for i, _ in paper],
-                    xerr=[p[1] for _, p in paper], fmt="s", label="paper")
+                    xerr=[p[1] or 0.0 for _, p in paper], fmt="s", label="paper")
     ax.set_yticks(list(y), labels)
     ax.invert_yaxis()
     ax.set_xlabel("test " + ", ".join(sorted({c["metric"] for c in rows}))

@@ -110,7 +110,7 @@ class Experiment:
         """Why a cell's data cannot be had (checked for every cell before training)."""
         return None
 
-    def paper(self, cell: Cell) -> tuple[float, float] | None:
+    def paper(self, cell: Cell) -> tuple[float, float | None] | None:
         return None
 
     def scale(self, cell: Mapping[str, Any]) -> float:
@@ -491,7 +491,8 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
 
 
 def _list_or_none(value):
-    return None if value is None else [float(v) for v in value]
+    """The paper's (mean, std) as a list; a std the paper does not give stays None."""
+    return None if value is None else [None if v is None else float(v) for v in value]
 
 
 def _median_or_none(values):

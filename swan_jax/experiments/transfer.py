@@ -19,6 +19,8 @@ distance); every program checkpoints each epoch and `--resume` continues it.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
 import sys
 from collections.abc import Sequence
@@ -47,6 +49,15 @@ BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
 MODELS: tuple[str, ...] = VARIANTS + BASELINES
 PAPER_MODELS: tuple[str, ...] = ("swan", "adgn", "gcn", "gin", "sage", "gat")
 PAPER_DISTANCES: tuple[int, ...] = (3, 5, 10, 50)
+# The values the authors plot as Figure 3, with their source (the paper prints no table).
+AUTHORS_FIGURE3: Path = Path(__file__).parent / "references" / "transfer_figure3.json"
+
+
+@functools.cache
+def authors_figure3() -> dict:
+    """`AUTHORS_FIGURE3` read: `values[topology][str(k)][model] = {"mean", "std"}` (test
+    MSE; `std` is None where the authors recorded no spread), `source`, the axes."""
+    return json.loads(AUTHORS_FIGURE3.read_text())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +159,12 @@ class Transfer(Experiment):
 
         return model_fn
 
+    def paper(self, cell):
+        """The authors' Figure 3 value (mean, std or None) of the cell, if they plot it."""
+        value = authors_figure3()["values"].get(cell["topology"], {}).get(
+            str(cell["distance"]), {}).get(cell["model"])
+        return None if value is None else (value["mean"], value["std"])
+
     def plot(self, cells, path: Path) -> bool:
         return plot_distances(cells, path)
 
@@ -191,7 +208,8 @@ def positive_int(text: str) -> int:
 
 
 def plot_distances(cells: Sequence[dict], path: Path) -> bool:
-    """Test MSE against distance (log y), one panel per topology, one line per model."""
+    """Test MSE against distance (log y), one panel per topology, one line per model
+    (dashed beside it: the authors' Figure 3 value, where the cells carry it)."""
     from matplotlib.ticker import NullLocator
 
     topologies = [t for t in TOPOLOGIES if any(c["topology"] == t for c in cells)]
@@ -212,6 +230,12 @@ def plot_distances(cells: Sequence[dict], path: Path) -> bool:
             low = [max(m - s, m * 1e-2) for m, s in zip(mean, std, strict=True)]
             high = [m + s for m, s in zip(mean, std, strict=True)]
             ax.fill_between(k, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+            theirs = sorted((c["distance"], c["paper"][0]) for c in cells
+                            if c["topology"] == topology and c["model"] == model
+                            and c.get("paper"))
+            if theirs:
+                ax.plot(*zip(*theirs, strict=True), linestyle="--", marker="s", markersize=3,
+                        color=line.get_color(), alpha=0.7)
         ax.set_yscale("log")
         ax.set_xscale("log")
         distances = sorted({c["distance"] for c in cells})
@@ -222,7 +246,8 @@ def plot_distances(cells: Sequence[dict], path: Path) -> bool:
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("test MSE")
     axes[0][-1].legend(fontsize=8, loc="best")
-    fig.suptitle("Graph transfer: test MSE vs source-target distance")
+    fig.suptitle("Graph transfer: test MSE vs distance\n(squares, dashed: the authors' "
+                 "Figure 3)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
