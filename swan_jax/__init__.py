@@ -8,7 +8,14 @@ Conventions: docs/conventions.md; layers and imports: docs/architecture.md.
 
 from swan_jax import analysis, graph
 from swan_jax.compiles import CompileCounter
-from swan_jax.config import ACTIVATIONS, ADJACENCIES, VARIANTS, SWANConfig
+from swan_jax.config import (
+    ACTIVATIONS,
+    ADJACENCIES,
+    ADJACENCY_CODES,
+    VARIANTS,
+    SWANConfig,
+    traced_value,
+)
 from swan_jax.field import (
     build_operators,
     field_with_operators,
@@ -64,7 +71,8 @@ from swan_jax.solvers import (
 __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
 
 __all__ = [
-    "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJOINTS", "BASELINE_LAYERS",
+    "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJACENCY_CODES", "ADJOINTS",
+    "BASELINE_LAYERS",
     "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "IntegratorConfig",
     "LinearEncoder",
     "MLP", "MPNNStack", "graph", "graphs",
@@ -72,7 +80,7 @@ __all__ = [
     "antisymmetric_aggregate", "build_operators", "dense_operator", "edge_operators",
     "field_with_operators", "in_degree", "init_params", "learned_edge_weights", "pool_nodes",
     "required_keys", "solve", "symmetric_aggregate", "tree_size", "validate_graph",
-    "validate_node_features", "vector_field",
+    "traced_value", "validate_node_features", "vector_field",
     # gather-only path (issue 12) and run-time checks
     "PreparedGraph", "SlotOperators", "SolverError", "check_prepared", "checked",
     "clear_errors", "gather", "plain_graph", "prepare_graph", "slot_operators",

@@ -3,8 +3,10 @@
 `SWANConfig` is a JAX pytree: the numeric hyper-parameters `beta`, `gamma` and
 `epsilon` are leaves, so one compiled program can serve (and `jax.vmap` can batch)
 configurations that differ only in those values; everything that changes shapes or
-code paths (`variant`, `adjacency`, `num_layers`, `activation`, weight sharing) is
-static metadata.
+code paths (`variant`, `num_layers`, `activation`, weight sharing) is static metadata.
+`adjacency` is static as a name ("sym", "adj") and a leaf as its code
+(`ADJACENCY_CODES`): the two differ only in the values of `A_hat`, so one program can
+train both (`traced_value` turns a grid's names into codes).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from swan_jax.graph.protocol import ADJACENCIES
 from swan_jax.settings import setting
 
 VARIANTS: tuple[str, ...] = (
@@ -26,7 +29,10 @@ VARIANTS: tuple[str, ...] = (
     "swan-beta0",
     "adgn",
 )
-ADJACENCIES: tuple[str, ...] = ("sym", "adj")
+# The adjacency as a number a traced hyper-parameter can carry (`graph.adjacency_hat`).
+ADJACENCY_CODES: dict[str, float] = {"sym": 1.0, "adj": 0.0}
+# Choices whose grid values train in one program, by their codes (`traced_value`).
+TRACED_CHOICES: dict[str, dict[str, float]] = {"adjacency": ADJACENCY_CODES}
 ACTIVATIONS: tuple[str, ...] = ("tanh", "relu", "sigmoid", "gelu", "identity")
 
 # Which of the variants learn their operators from the encoded input (Appendix A.2).
@@ -43,6 +49,18 @@ def _is_concrete_number(value: Any) -> bool:
     return isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0
 
 
+def traced_value(name: str, value: Any) -> float:
+    """A grid value as the number its traced hyper-parameter carries: a number as it is,
+    a name of `TRACED_CHOICES` as its code (`adjacency`: sym 1, adj 0)."""
+    if not isinstance(value, str):
+        return float(value)
+    codes = TRACED_CHOICES.get(name)
+    if codes is None or value not in codes:
+        valid = f"one of {', '.join(codes)}" if codes else "a number"
+        raise ValueError(f"grid value {name}={value!r} cannot be traced: it must be {valid}")
+    return codes[value]
+
+
 def _check_choice(field: str, value: str, valid: tuple[str, ...], plural: str = "") -> None:
     if value not in valid:
         plural = plural or f"{field}s"
@@ -56,7 +74,9 @@ class SWANConfig:
     Attributes:
       variant: one of `VARIANTS` (docs/conventions.md table: swan, swan-learn, swan-ne,
         swan-learn-ne, swan-beta0, adgn).
-      adjacency: `"sym"` for `A_hat = D^-1/2 A D^-1/2`, `"adj"` for `A_hat = A`.
+      adjacency: `"sym"` for `A_hat = D^-1/2 A D^-1/2`, `"adj"` for `A_hat = A`; or
+        its code (`ADJACENCY_CODES`: 1 sym, 0 adj), a number that may be traced, so that
+        one program trains runs of both.
       beta: weight of the space-antisymmetric term Psi (ignored by swan-beta0, adgn).
       gamma: stabilising shift, the field uses `W - W^T - gamma I`.
       epsilon: step size; terminal time is `num_layers * epsilon`.
@@ -68,7 +88,7 @@ class SWANConfig:
     """
 
     variant: str = setting("swan", choices=VARIANTS, help="SWAN variant")
-    adjacency: str = setting("sym", choices=ADJACENCIES, grid=True,
+    adjacency: str | Any = setting("sym", choices=ADJACENCIES, grid=True,
                              help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
     beta: float = setting(1.0, grid=True, help="weight of the space-antisymmetric term Psi")
     gamma: float = setting(0.1, grid=True, help="stabilising shift: W - W^T - gamma I")
@@ -83,7 +103,11 @@ class SWANConfig:
 
     def __post_init__(self) -> None:
         _check_choice("variant", self.variant, VARIANTS)
-        _check_choice("adjacency", self.adjacency, ADJACENCIES, "adjacencies")
+        if isinstance(self.adjacency, str):
+            _check_choice("adjacency", self.adjacency, ADJACENCIES, "adjacencies")
+        elif _is_concrete_number(self.adjacency) and float(self.adjacency) not in (0.0, 1.0):
+            raise ValueError(f"an adjacency code must be 1 (sym) or 0 (adj), got "
+                             f"{self.adjacency!r}")
         _check_choice("activation", self.activation, ACTIVATIONS)
         _check_choice("edge activation", self.edge_activation, ACTIVATIONS)
         if not isinstance(self.num_layers, numbers.Integral) or self.num_layers < 1:
@@ -120,21 +144,25 @@ _NUMERIC_FIELDS = ("beta", "gamma", "epsilon")
 _STATIC_FIELDS = tuple(
     f.name for f in dataclasses.fields(SWANConfig) if f.name not in _NUMERIC_FIELDS
 )
+_TRACED = "<traced>"  # the static slot of an adjacency given as a code (a leaf)
 
 
 def _flatten(cfg: SWANConfig):
+    coded = not isinstance(cfg.adjacency, str)
     children = tuple(getattr(cfg, name) for name in _NUMERIC_FIELDS)
-    aux = tuple(getattr(cfg, name) for name in _STATIC_FIELDS)
-    return children, aux
+    aux = tuple(_TRACED if coded and name == "adjacency" else getattr(cfg, name)
+                for name in _STATIC_FIELDS)
+    return children + ((cfg.adjacency,) if coded else ()), aux
 
 
 def _unflatten(aux, children) -> SWANConfig:
     # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
     cfg = object.__new__(SWANConfig)
-    for name, value in zip(_NUMERIC_FIELDS, children, strict=True):
+    for name, value in zip(_NUMERIC_FIELDS, children, strict=False):
         object.__setattr__(cfg, name, value)
     for name, value in zip(_STATIC_FIELDS, aux, strict=True):
-        object.__setattr__(cfg, name, value)
+        coded = name == "adjacency" and value == _TRACED
+        object.__setattr__(cfg, name, children[-1] if coded else value)
     return cfg
 
 

@@ -208,7 +208,7 @@ def test_dry_run_prints_the_resolved_configuration_and_writes_nothing(tmp_path, 
             "--max-steps", "9", "--dry-run"]
     status, out, _ = run("transfer", argv, capsys)
     assert status == 0 and not (tmp_path / "res").exists()
-    assert "# plan: 2 program(s), 32 run(s) of up to 2000 epoch(s)" in out
+    assert "# plan: 1 program(s), 32 run(s) of up to 2000 epoch(s)" in out  # both A_hat
     resolved = tomllib.loads(out)
     assert resolved["grid"]["learning_rate"] == [0.1, 0.2] and resolved["max_steps"] == 9
     path = tmp_path / "config.toml"

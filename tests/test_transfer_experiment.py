@@ -54,15 +54,16 @@ def test_cli_needs_a_cell_or_all_and_all_is_the_paper_grid():
         (3, 5), ("swan", "gcn"), 7, 50)
 
     def programs(model, topology="ring"):
-        return [(p.static.get("adjacency"), p.grid) for p in T.EXPERIMENT.plan(
-            cfg, [{**RING, "model": model, "topology": topology}])]
+        return [(sorted({p.get("adjacency") for p in prog.grid}, key=str), len(prog.grid))
+                for prog in T.EXPERIMENT.plan(cfg, [{**RING, "model": model,
+                                                     "topology": topology}])]
 
-    # SWAN: one program per A_hat with 2 epsilons x 4 betas on a line, beta once on a ring
-    # (Psi vanishes on regular graphs); ADGN no beta; baselines lr only.
-    assert [(a, len(g)) for a, g in programs("swan", "line")] == [("adj", 8), ("sym", 8)]
-    assert [(a, len(g)) for a, g in programs("swan")] == [("adj", 2), ("sym", 2)]
-    assert [(a, len(g)) for a, g in programs("adgn")] == [("adj", 2), ("sym", 2)]
-    assert programs("gat") == [(None, [{"learning_rate": 1e-3}])]
+    # SWAN: one program, both A_hat traced, with 2 epsilons x 4 betas each on a line, beta
+    # once on a ring (Psi vanishes on regular graphs); ADGN no beta; baselines lr only.
+    assert programs("swan", "line") == [(["adj", "sym"], 16)]
+    assert programs("swan") == [(["adj", "sym"], 4)]
+    assert programs("adgn") == [(["adj", "sym"], 4)]
+    assert programs("gat") == [([None], 1)]
 
 
 @pytest.mark.slow
@@ -120,6 +121,29 @@ def test_vmapped_seeds_equal_seeds_one_by_one(together):
         np.testing.assert_allclose([h["train_loss"][run] for h in both.history],
                                    [h["train_loss"][0] for h in alone.history], rtol=1e-5)
         assert both.runs[run]["test"] == pytest.approx(alone.runs[0]["test"], rel=1e-4)
+
+
+@pytest.mark.slow
+def test_both_adjacencies_in_one_program_train_as_each_alone(together, tmp_path):
+    """The adjacency is traced (its code): one program trains sym and adj runs, each as
+    its own program would, and its records name each run's adjacency."""
+    (sym, _), _ = together
+
+    def grid(*adjacencies):
+        return {"learning_rate": (1e-3,), "epsilon": (0.1,), "gamma": (0.1,), "beta": (1.0,),
+                "adjacency": adjacencies}
+
+    both, record = train_cell(tiny_config(tmp_path / "both", grid=grid("sym", "adj")))
+    adj, _ = train_cell(tiny_config(tmp_path / "adj", grid=grid("adj")))
+    assert [r["hparams"]["adjacency"] for r in record["runs"]] == ["sym"] * 2 + ["adj"] * 2
+    for offset, alone in ((0, sym), (2, adj)):
+        for run in range(2):
+            np.testing.assert_allclose([h["train_loss"][offset + run] for h in both.history],
+                                       [h["train_loss"][run] for h in alone.history],
+                                       rtol=1e-5)
+            assert both.runs[offset + run]["test"] == pytest.approx(alone.runs[run]["test"],
+                                                                    rel=1e-4)
+    assert losses(both, 0) != losses(both, 2)  # the two adjacencies did train apart
 
 
 @pytest.mark.slow

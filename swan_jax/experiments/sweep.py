@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
+from swan_jax.config import TRACED_CHOICES, traced_value
 from swan_jax.experiments import report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
@@ -198,7 +199,11 @@ def digest(payload: Any) -> str:
 
 def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Program]:
     axes = exp.grid(cfg, cell)
+    # A named choice that can be traced (the adjacency) joins the runs of one program when
+    # the grid has several values; alone, it stays static: no per-run selection to pay.
     static_axes = {k: axes[k] for k in exp.static_axes if k in axes}
+    static_axes.update({k: v for k, v in axes.items()
+                        if k in TRACED_CHOICES and len(tuple(v)) == 1})
     numeric = grid_points({k: v for k, v in axes.items() if k not in static_axes})
     out = []
     for static in grid_points(static_axes):
@@ -309,7 +314,7 @@ def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],
     data = splits["train"]
     data = getattr(data, "data", data)  # a NodeSplit's graphs
     graph = next(iterate_batches(data, 1, budget_for(data, 1))).graph
-    hp = {k: np.float32(v) for k, v in point.items()}
+    hp = {k: np.float32(traced_value(k, v)) for k, v in point.items()}
     with parameters_only():
         return tree_size(jax.eval_shape(lambda: model_fn(hp).init(jax.random.PRNGKey(0),
                                                                    graph)))

@@ -20,6 +20,7 @@ pair `(u <- v)` of a prepared graph (`[P]`, parallel edges folded into one).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 import jax
@@ -57,6 +58,26 @@ def safe_inverse(values: Array, power: float = 1.0) -> Array:
     return jnp.where(positive, safe ** (-power), 0.0)
 
 
+ADJACENCIES: tuple[str, ...] = ("sym", "adj")
+
+
+def adjacency_hat(adjacency: str | Array, plain: Array, normalised: Callable[[], Array]
+                  ) -> Array:
+    """`A_hat`'s weights from `plain` (the binary or learned `A`): `normalised()`
+    (`D^-1/2 A D^-1/2`) for `"sym"`, `plain` for `"adj"`.
+
+    A number selects per run, 1 for sym and 0 for adj (`config.ADJACENCY_CODES`): traced,
+    it lets one compiled (and vmapped) program train both adjacencies. Both weights are
+    then computed and one is selected, bit for bit the weights of the named choice.
+    """
+    if isinstance(adjacency, str):
+        if adjacency not in ADJACENCIES:
+            raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: "
+                             f"{', '.join(ADJACENCIES)}")
+        return normalised() if adjacency == "sym" else plain
+    return jnp.where(jnp.asarray(adjacency) > 0.5, normalised(), plain)
+
+
 class GraphOps(Protocol):
     """The graph operations of SWAN and the baselines, implemented by each layout.
 
@@ -82,10 +103,11 @@ class GraphOps(Protocol):
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         """`deg(u) = sum_v A[u, v]`, the edges received by `u`: `[N]`."""
 
-    def operators(self, adjacency: str, pair_weights: Array | None = None, *, num_nodes: int,
-                  dtype: Any) -> Any:
-        """`A_hat`, `A_tilde` (`adjacency` "sym" or "adj"; learned `F` from `pair_weights`
-        `[pairs]`, else the binary adjacency), built once per solve, for `mix`."""
+    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+                  num_nodes: int, dtype: Any) -> Any:
+        """`A_hat`, `A_tilde` (`adjacency` "sym", "adj" or its code: `adjacency_hat`;
+        learned `F` from `pair_weights` `[pairs]`, else the binary adjacency), built once
+        per solve, for `mix`."""
 
     def pair_linear(self, x: Array, kernel: Array) -> Array:
         """`[x_u ++ x_v] K` on every pair `(u <- v)`: `x [N, d]`, `K [2 d, h]` -> `[pairs, h]`."""

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import jraph
 
-from swan_jax.graph.protocol import Term, safe_inverse
+from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
 from swan_jax.graph.validation import check_edges_traced, validate_graphs_tuple
 
 Array = jax.Array
@@ -49,7 +49,7 @@ def in_degree(graph: jraph.GraphsTuple, num_nodes: int, edge_weights: Array | No
 def edge_operators(
     graph: jraph.GraphsTuple,
     num_nodes: int,
-    adjacency: str,
+    adjacency: str | Array,
     edge_weights: Array | None = None,
     dtype=jnp.float32,
 ) -> EdgeOperators:
@@ -59,7 +59,8 @@ def edge_operators(
       graph: the graph; `edge_weights` default to 1 (the binary adjacency `A`),
         or are the learned `F` of SWAN-learn.
       num_nodes: static node count N.
-      adjacency: `"sym"` gives `A_hat = D^-1/2 A D^-1/2`, `"adj"` gives `A_hat = A`.
+      adjacency: `"sym"` gives `A_hat = D^-1/2 A D^-1/2`, `"adj"` gives `A_hat = A`; a
+        number (1 sym, 0 adj, possibly traced) selects per run (`adjacency_hat`).
 
     Returns:
       `EdgeOperators(w_hat [E], w_tilde [E])`.
@@ -69,13 +70,12 @@ def edge_operators(
     deg = in_degree(graph, num_nodes, edge_weights)
     inv_deg = safe_inverse(deg)
     w_tilde = edge_weights * inv_deg[graph.receivers]
-    if adjacency == "sym":
+
+    def normalised():
         inv_sqrt = safe_inverse(deg, 0.5)
-        w_hat = edge_weights * inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
-    elif adjacency == "adj":
-        w_hat = edge_weights
-    else:
-        raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: sym, adj")
+        return edge_weights * inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
+
+    w_hat = adjacency_hat(adjacency, edge_weights, normalised)
     return EdgeOperators(w_hat=w_hat, w_tilde=w_tilde)
 
 
@@ -138,8 +138,8 @@ class SegmentGraph:
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         return in_degree(self.graph, num_nodes).astype(dtype)
 
-    def operators(self, adjacency: str, pair_weights: Array | None = None, *, num_nodes: int,
-                  dtype: Any) -> EdgeOperators:
+    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+                  num_nodes: int, dtype: Any) -> EdgeOperators:
         return edge_operators(self.graph, num_nodes, adjacency, pair_weights, dtype=dtype)
 
     def pair_linear(self, x: Array, kernel: Array) -> Array:

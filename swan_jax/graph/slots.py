@@ -23,7 +23,7 @@ from swan_jax.graph.prepared import (
     plain_graph,
     validate_prepared,
 )
-from swan_jax.graph.protocol import Term, safe_inverse
+from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
 
 Array = jax.Array
 
@@ -45,7 +45,7 @@ class SlotOperators(NamedTuple):
     psi_t: Array
 
 
-def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
+def slot_operators(graph, adjacency: str | Array, pair_weights: Array | None = None,
                    dtype=jnp.float32) -> SlotOperators:
     """The operators of `edge_operators` on a `PreparedGraph`, by gathers only.
 
@@ -58,8 +58,6 @@ def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
     of two stored numbers are exactly symmetric and antisymmetric under any compiler
     (a fused multiply-add inside `f u - b v` would round its two sides differently).
     """
-    if adjacency not in ("sym", "adj"):
-        raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: sym, adj")
     if pair_weights is None:
         f = jnp.asarray(graph.forward_count, dtype)
     else:
@@ -68,12 +66,13 @@ def slot_operators(graph, adjacency: str, pair_weights: Array | None = None,
     deg = gather.node_sum(graph, jnp.sum(f, axis=1))
     tilde = gather.materialize(f * gather.row_owner(graph, safe_inverse(deg))[:, None])
     psi = tilde - gather.mirror_slots(graph, tilde)
-    if adjacency == "sym":
+
+    def normalised():
         inv_sqrt = safe_inverse(deg, 0.5)
-        hat = f * gather.row_owner(graph, inv_sqrt)[:, None] * gather.gather_neighbors(
+        return f * gather.row_owner(graph, inv_sqrt)[:, None] * gather.gather_neighbors(
             graph, inv_sqrt)
-    else:
-        hat = f
+
+    hat = adjacency_hat(adjacency, f, normalised)
     hat = gather.materialize(hat)
     hat_t = gather.mirror_slots(graph, hat)
     # Stored once: every step of a solve reads them (see `gather.materialize`).
@@ -157,8 +156,8 @@ class SlotGraph:
         del num_nodes
         return slot_adjacency(self.graph, dtype)[2]
 
-    def operators(self, adjacency: str, pair_weights: Array | None = None, *, num_nodes: int,
-                  dtype: Any) -> SlotOperators:
+    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+                  num_nodes: int, dtype: Any) -> SlotOperators:
         del num_nodes
         return slot_operators(self.graph, adjacency, pair_weights, dtype=dtype)
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from swan_jax.config import traced_value
 from swan_jax.train._config import Hyper, TrainConfig, fixed_optimizer_needs
 
 Array = jax.Array
@@ -27,7 +28,8 @@ Array = jax.Array
 
 def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
     """Runs `[(grid point, seed), ...]` and their numeric hyper-parameters `{name: [runs]}`
-    (learning rate and weight decay default to `cfg`'s, `grad_clip` too when set)."""
+    (learning rate and weight decay default to `cfg`'s, `grad_clip` too when set; a
+    named choice such as `adjacency` by its code, `config.traced_value`)."""
     keys = sorted({k for point in grid for k in point})
     for i, point in enumerate(grid):
         missing = [k for k in keys if k not in point]
@@ -36,7 +38,7 @@ def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig)
     if isinstance(cfg.optimizer, optax.GradientTransformation):
         fixed_optimizer_needs(cfg, dict.fromkeys(keys))
     runs = [(dict(point), seed) for point in grid for seed in seeds]
-    hp = {k: np.asarray([float(p[k]) for p, _ in runs], np.float32) for k in keys}
+    hp = {k: np.asarray([traced_value(k, p[k]) for p, _ in runs], np.float32) for k in keys}
     hp.setdefault("learning_rate", np.full(len(runs), cfg.learning_rate, np.float32))
     hp.setdefault("weight_decay", np.full(len(runs), cfg.weight_decay, np.float32))
     if cfg.grad_clip is not None:
