@@ -3,8 +3,8 @@
 1. Benchmark 1 on both paths (SWAN, SWAN-learn, GCN training steps; segment sums against
    gathers) -> `benchmarks.train_step`.
 2. Four vmapped seeds against one, both paths -> `benchmarks.seeds`.
-3. The epoch anatomy of both pipelines (Peptides-func, transfer line k = 10 on the paper's
-   grid, GraphProp, Tolokers) -> `benchmarks.epoch_anatomy`.
+3. The epoch anatomy of both pipelines (Peptides-func SWAN and SWAN-learn, transfer line
+   k = 10 on the paper's grid, GraphProp, Tolokers) -> `benchmarks.epoch_anatomy`.
 4. The authors' PyTorch SWAN on the same GPU and data (`--ref`, its `models/swan.py`),
    with swan-jax's step and epoch in the same process -> `benchmarks.reference_pytorch`.
 5. A Peptides-func SWAN training run (batch 64, d 128, 5 Euler layers, AdamW 1e-3) for the
@@ -115,7 +115,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="bench,seeds,anatomy,reference,training",
                         help="comma list of the parts to run, in the order they run: bench, "
                              "seeds, anatomy, reference, training")
-    parser.add_argument("--anatomy", default="peptides,transfer,transfer-cpu,graphprop,tolokers",
+    parser.add_argument("--anatomy",
+                        default="peptides,peptides-learn,transfer,transfer-cpu,graphprop,tolokers",
                         help="the epoch anatomy's workloads, in the order they run")
     parser.add_argument("--ref", default=None,
                         help="the authors' models/swan.py for the reference part")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19's transfer target, timed: the packaged command for transfer line k = 10 SWAN at
-# the paper's protocol (2 programs of 32 runs, up to 2,000 epochs), once per variant, each
+# the paper's protocol (16 grid points x 4 seeds, both A_hat: since 647bf95 one program of
+# 64 runs, 2 of 32 before; up to 2,000 epochs), once per variant, each
 # in a fresh process (start, data, compiles included), on whatever device JAX finds.
 #
 #   OUT=runs/transfer_protocol bash benchmarks/transfer_protocol.sh
