@@ -219,12 +219,15 @@ def test_field_solve_and_gradients_equal_the_segment_path(variant, adjacency, x6
         assert_close(value_and_grad(params, x0, pg), value_and_grad(params, x0, graph))
 
 
-def _coded_field(params, graph, x, x0, cfg, adjacency):
-    return sj.vector_field(params, graph, x, cfg.replace(adjacency=adjacency), x0=x0)
+def _coded_and_named(params, graph, x, x0, cfg, codes, names):
+    """Operators and fields vmapped over adjacency codes, and those of each name: one
+    program (compiled once per graph)."""
+    def both(adjacency):
+        run = cfg.replace(adjacency=adjacency)
+        return (sj.build_operators(params, graph, x0, run),
+                sj.vector_field(params, graph, x, run, x0=x0))
 
-
-def _coded_operators(params, graph, x0, cfg, adjacency):
-    return sj.build_operators(params, graph, x0, cfg.replace(adjacency=adjacency))
+    return jax.vmap(both)(codes), [both(name) for name in names]
 
 
 @pytest.mark.parametrize("variant", ["swan", "swan-learn"])
@@ -235,21 +238,19 @@ def test_adjacency_codes_vmapped_per_run_give_each_named_adjacency(variant, x64)
     codes = jnp.asarray([sj.ADJACENCY_CODES[a] for a in names])
     cfg = sj.SWANConfig(variant=variant, beta=0.7, gamma=0.3, num_layers=2, epsilon=0.2)
     rng = np.random.default_rng(8)
+    program = jax.jit(_coded_and_named, static_argnames=("cfg", "names"))
     for graph, pg in few_graphs(9):
         n = pg.num_nodes
         params = make_params(cfg, 3, seed=4)
         x, x0 = (jnp.asarray(rng.normal(size=(n, 3))) for _ in range(2))
         for g in (graph, pg):
-            field = functools.partial(_coded_field, params, g, x, x0, cfg)
-            operators = functools.partial(_coded_operators, params, g, x0, cfg)
-            coded_ops = jax.jit(jax.vmap(operators))(codes)
-            coded_fields = jax.jit(jax.vmap(field))(codes)
-            for i, name in enumerate(names):
-                named_ops = jax.jit(functools.partial(operators, name))()
+            (coded_ops, coded_fields), named = program(params, g, x, x0, cfg=cfg,
+                                                       codes=codes, names=names)
+            for i, (named_ops, named_field) in enumerate(named):
                 for a, b in zip(jax.tree_util.tree_leaves(coded_ops),
                                 jax.tree_util.tree_leaves(named_ops), strict=True):
-                    assert np.array_equal(np.asarray(a)[i], np.asarray(b)), (name, type(g))
-                assert_close(coded_fields[i], jax.jit(functools.partial(field, name))())
+                    assert np.array_equal(np.asarray(a)[i], np.asarray(b)), (i, type(g))
+                assert_close(coded_fields[i], named_field)
     with pytest.raises(ValueError, match="1 \\(sym\\) or 0 \\(adj\\)"):
         sj.SWANConfig(adjacency=0.5)
     with pytest.raises(ValueError, match="cannot be traced: it must be one of sym, adj"):
