@@ -140,11 +140,13 @@ def _lrgb_entries() -> list[Entry]:
         table="Table 2 (tab:lrgb_results)", priority=300, status="runnable",
         config={"datasets": ["peptides-func"], "variants": [variant]},
         cost_minutes={"cpu-2core": round(300 * 3 * 28 * factor * 0.9 / 60),
-                      "h100": round(300 * 2.3 * factor * 2 / 60),
-                      "h200": round(300 * 2.07 * factor * 2 / 60)},
+                      "h100": round((300 * 0.42 * factor * 2 + 10) * H100_OVER_H200 / 60,
+                                    1),
+                      "h200": round((300 * 0.42 * factor * 2 + 10) / 60, 1)},
         basis="cpu: 28 s per epoch for one seed (reproductions/lrgb-peptides-func-cpu); "
-              "h200: 2.07 s per epoch of training and evaluation for one seed (issue 19), "
-              "about 2x for 3 seeds vmapped; the packaged point, 3 seeds x 300 epochs")
+              "h200: 0.42 s per epoch of training and evaluation for one seed on the device "
+              "pipeline (BENCHMARKS.md, 2026-11-26 anatomy; 2.07 s before it), about 2x for "
+              "3 seeds vmapped, 10 s of compiles; the packaged point, 3 seeds x 300 epochs")
         for variant, factor in (("swan", 1.0), ("swan-learn", 1.3))]
 
 
