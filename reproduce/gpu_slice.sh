@@ -71,8 +71,11 @@ for pattern in ${CELLS:-}; do cells+=(--cells "$pattern"); done
 set +f
 minutes=$("$PY" -c "print(round(($left - 10) / 60, 2))")
 echo "campaign: $minutes minutes, cells: ${CELLS:-all, in plan order}"
-timeout -s TERM "$left" "$PY" -m reproduce.campaign run --reproductions "$work/reproductions" \
-    --budget-minutes "$minutes" --no-render "${cells[@]}"
+# The campaign is the only process on the GPU now: let JAX take 90% of its memory, not
+# the default 75% (transfer crossed-ring k = 50 SWAN's step is estimated at 59 GiB).
+XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.90} \
+    timeout -s TERM "$left" "$PY" -m reproduce.campaign run \
+    --reproductions "$work/reproductions" --budget-minutes "$minutes" --no-render "${cells[@]}"
 status=$?
 pack
 echo "gpu slice finished after $(($(date +%s) - started)) s (campaign status $status)"

@@ -58,11 +58,15 @@ def test_cli_needs_a_cell_or_all_and_all_is_the_paper_grid():
                 for prog in T.EXPERIMENT.plan(cfg, [{**RING, "model": model,
                                                      "topology": topology}])]
 
-    # SWAN: one program, both A_hat traced, with 2 epsilons x 4 betas each on a line, beta
+    # SWAN up to k = 10: one program, both A_hat traced, 2 epsilons x 4 betas each on a line, beta
     # once on a ring (Psi vanishes on regular graphs); ADGN no beta; baselines lr only.
     assert programs("swan", "line") == [(["adj", "sym"], 16)]
     assert programs("swan") == [(["adj", "sym"], 4)]
     assert programs("adgn") == [(["adj", "sym"], 4)]
+    # Past 10 hops the step is memory-bound: one program per A_hat, 32 runs each.
+    far = T.EXPERIMENT.plan(cfg, [{**RING, "distance": 50, "topology": "line"}])
+    assert [(p.static, len(p.grid)) for p in far] == [({"adjacency": "adj"}, 8),
+                                                      ({"adjacency": "sym"}, 8)]
     assert programs("gat") == [([None], 1)]
 
 

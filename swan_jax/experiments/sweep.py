@@ -62,7 +62,8 @@ class Experiment:
 
     Required: `name`, `cell_axes`, `cells`, `load_data`, `model_fn`, and `task` (a
     class attribute, or `task_for` per cell). Optional: `Config` (a `SweepConfig`
-    subclass with the experiment's own fields), `static_axes`, `pooled_axes` (cell axes
+    subclass with the experiment's own fields), `static_axes` (or `static_axes_of` per
+    cell), `pooled_axes` (cell axes
     a summary pools over, e.g. ten official splits), `grid` (per-cell axes), `paper`
     (the paper's mean and std of a cell), `missing_data` (checked before any training),
     `max_params`, `display_scale`, `notes`, `plot`.
@@ -98,6 +99,11 @@ class Experiment:
         if self.task is None:
             raise NotImplementedError(f"{type(self).__name__} sets no task")
         return self.task
+
+    def static_axes_of(self, cfg: SweepConfig, cell: Cell) -> tuple[str, ...]:
+        """The grid axes whose values split the cell into programs (`static_axes`); a
+        traceable choice (`config.TRACED_CHOICES`) not named here joins one program."""
+        return self.static_axes
 
     def grid(self, cfg: SweepConfig, cell: Cell) -> dict[str, tuple]:
         """The axes of a cell's grid (default: the configuration's)."""
@@ -201,7 +207,7 @@ def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Progra
     axes = exp.grid(cfg, cell)
     # A named choice that can be traced (the adjacency) joins the runs of one program when
     # the grid has several values; alone, it stays static: no per-run selection to pay.
-    static_axes = {k: axes[k] for k in exp.static_axes if k in axes}
+    static_axes = {k: axes[k] for k in exp.static_axes_of(cfg, cell) if k in axes}
     static_axes.update({k: v for k, v in axes.items()
                         if k in TRACED_CHOICES and len(tuple(v)) == 1})
     numeric = grid_points({k: v for k, v in axes.items() if k not in static_axes})
