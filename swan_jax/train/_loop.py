@@ -378,8 +378,10 @@ def train(
       splits: "train", "val" and optionally "test": `GraphDataset`s, or `NodeSplit`s
         (the nodes of each split on shared graphs).
       cfg: the `TrainConfig`.
-      grid: numeric hyper-parameters per grid point; all points share array shapes.
-        `learning_rate`, `weight_decay` and `grad_clip` here override `cfg`'s.
+      grid: numeric hyper-parameters per grid point (a traceable choice by name, e.g.
+        `adjacency`, reaches `model_fn` as its code: `config.traced_value`); all points
+        share array shapes. `learning_rate`, `weight_decay` and `grad_clip` here
+        override `cfg`'s.
       fingerprint_extra: anything else that identifies the run (checked on resume).
       describe: JSON-able description written to the folder's `run.json` (how to
         rebuild the model: a sweep stores its experiment, configuration and cell).
