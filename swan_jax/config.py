@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -59,6 +60,21 @@ def traced_value(name: str, value: Any) -> float:
         valid = f"one of {', '.join(codes)}" if codes else "a number"
         raise ValueError(f"grid value {name}={value!r} cannot be traced: it must be {valid}")
     return codes[value]
+
+
+def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
+    """One grid point as `model_fn`'s `hp` outside a traced program (building a model to
+    describe, count, export or predict with): numbers as float32 scalars, a choice of
+    `TRACED_CHOICES` by its name, so the model holds the named (static) choice, whose
+    values the traced code selects bit for bit."""
+    out = {}
+    for name, value in point.items():
+        if isinstance(value, str):
+            traced_value(name, value)  # the same refusal as training's
+            out[name] = value
+        else:
+            out[name] = np.float32(value)
+    return out
 
 
 def _check_choice(field: str, value: str, valid: tuple[str, ...], plural: str = "") -> None:

@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
+from swan_jax.config import concrete_hparams
+
 SPEC_FILE = "model.json"
 PARAMS_FILE = "params.msgpack"
 SPEC_FORMAT = 1
@@ -98,11 +100,12 @@ def describe_models(model_fn, grid) -> dict[str, Any]:
     writes each grid point's `model_spec` into `run.json`, so `swan-predict` and
     `export_run` can open the run folder (sweeps describe their runs themselves).
 
-    `model_fn` is called once per grid point with its values as NumPy float32 scalars.
+    `model_fn` is called once per grid point with its values as NumPy float32 scalars
+    (a traceable choice such as `adjacency` by its name: `config.concrete_hparams`).
     """
     points = []
     for point in grid:
-        hp = {k: np.float32(v) for k, v in point.items()}
+        hp = concrete_hparams(point)
         points.append({"hparams": json.loads(json.dumps(dict(point), default=_plain)),
                        "model": model_spec(model_fn(hp))})
     return {"models": points}

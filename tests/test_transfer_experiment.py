@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from swan_jax.experiments import sweep
+from swan_jax.experiments import runs, sweep
 from swan_jax.experiments import transfer as T
 
 TINY = ["--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
@@ -148,6 +148,9 @@ def test_both_adjacencies_in_one_program_train_as_each_alone(together, tmp_path)
             assert both.runs[offset + run]["test"] == pytest.approx(alone.runs[run]["test"],
                                                                     rel=1e-4)
     assert losses(both, 0) != losses(both, 2)  # the two adjacencies did train apart
+    # Reopened for prediction, a run's model holds its adjacency by name (static).
+    model, _, info = runs.load_run(record["checkpoint_dir"], 2)
+    assert info["hparams"]["adjacency"] == model.processor.cfg.adjacency == "adj"
 
 
 @pytest.mark.slow

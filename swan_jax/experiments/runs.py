@@ -11,10 +11,8 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from swan_jax.checkpoint import load_run_variables
-from swan_jax.config import traced_value
+from swan_jax.config import concrete_hparams
 from swan_jax.experiments.config import from_dict
 from swan_jax.train import RUN_FILE, read_run_file
 
@@ -47,7 +45,7 @@ def load_run(folder: str | Path, run: int = 0) -> tuple[Any, Any, dict[str, Any]
     exp = getattr(importlib.import_module(where["module"]), where["class"])()
     cfg = from_dict(exp.Config, described["config"], source=str(path))
     static, point = described["static"], runs[run]["hparams"]
-    hp = {k: np.float32(traced_value(k, v)) for k, v in point.items() if k not in static}
+    hp = concrete_hparams({k: v for k, v in point.items() if k not in static})
     model = exp.model_fn(cfg, described["cell"], static)(hp)
     variables = load_run_variables(folder, run)
     return model, variables, {"experiment": exp.name, "config": cfg, "cell": described["cell"],

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from swan_jax.config import TRACED_CHOICES, traced_value
+from swan_jax.config import TRACED_CHOICES, concrete_hparams
 from swan_jax.experiments import report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
@@ -320,7 +320,7 @@ def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],
     data = splits["train"]
     data = getattr(data, "data", data)  # a NodeSplit's graphs
     graph = next(iterate_batches(data, 1, budget_for(data, 1))).graph
-    hp = {k: np.float32(traced_value(k, v)) for k, v in point.items()}
+    hp = concrete_hparams(point)
     with parameters_only():
         return tree_size(jax.eval_shape(lambda: model_fn(hp).init(jax.random.PRNGKey(0),
                                                                    graph)))
