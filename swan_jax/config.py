@@ -104,8 +104,8 @@ class SWANConfig:
     """
 
     variant: str = setting("swan", choices=VARIANTS, help="SWAN variant")
-    adjacency: str | Any = setting("sym", choices=ADJACENCIES, grid=True,
-                             help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
+    adjacency: str | float = setting("sym", choices=ADJACENCIES, grid=True,
+                               help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
     beta: float = setting(1.0, grid=True, help="weight of the space-antisymmetric term Psi")
     gamma: float = setting(0.1, grid=True, help="stabilising shift: W - W^T - gamma I")
     epsilon: float = setting(0.1, low=0, low_open=True, grid=True,
@@ -174,7 +174,7 @@ def _flatten(cfg: SWANConfig):
 def _unflatten(aux, children) -> SWANConfig:
     # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
     cfg = object.__new__(SWANConfig)
-    for name, value in zip(_NUMERIC_FIELDS, children, strict=False):
+    for name, value in zip(_NUMERIC_FIELDS, children, strict=False):  # + a coded adjacency
         object.__setattr__(cfg, name, value)
     for name, value in zip(_STATIC_FIELDS, aux, strict=True):
         coded = name == "adjacency" and value == _TRACED
