@@ -63,10 +63,10 @@ class Experiment:
     Required: `name`, `cell_axes`, `cells`, `load_data`, `model_fn`, and `task` (a
     class attribute, or `task_for` per cell). Optional: `Config` (a `SweepConfig`
     subclass with the experiment's own fields), `static_axes` (or `static_axes_of` per
-    cell), `pooled_axes` (cell axes
-    a summary pools over, e.g. ten official splits), `grid` (per-cell axes), `paper`
-    (the paper's mean and std of a cell), `missing_data` (checked before any training),
-    `max_params`, `display_scale`, `notes`, `plot`.
+    cell), `pooled_axes` (cell axes a summary pools over, e.g. ten official splits),
+    `grid` (per-cell axes), `paper` (the paper's mean and std of a cell),
+    `missing_data` (checked before any training), `max_params`, `display_scale`,
+    `notes`, `plot`.
     """
 
     name: ClassVar[str]
