@@ -121,6 +121,9 @@ class SWANConfig:
         _check_choice("variant", self.variant, VARIANTS)
         if isinstance(self.adjacency, str):
             _check_choice("adjacency", self.adjacency, ADJACENCIES, "adjacencies")
+        elif not (_is_concrete_number(self.adjacency) or isinstance(self.adjacency, jax.Array)):
+            raise ValueError(f"adjacency must be one of {', '.join(ADJACENCIES)} or its code "
+                             f"(1 sym, 0 adj), got {self.adjacency!r}")
         elif _is_concrete_number(self.adjacency) and float(self.adjacency) not in (0.0, 1.0):
             raise ValueError(f"an adjacency code must be 1 (sym) or 0 (adj), got "
                              f"{self.adjacency!r}")

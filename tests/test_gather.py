@@ -253,6 +253,8 @@ def test_adjacency_codes_vmapped_per_run_give_each_named_adjacency(x64):
                 assert_close(coded_fields[i], named_field)
     with pytest.raises(ValueError, match="1 \\(sym\\) or 0 \\(adj\\)"):
         sj.SWANConfig(adjacency=0.5)
+    with pytest.raises(ValueError, match="adjacency must be one of sym, adj or its code"):
+        sj.SWANConfig(adjacency=None)  # e.g. a grid without the axis
     with pytest.raises(ValueError, match="cannot be traced: it must be one of sym, adj"):
         sj.traced_value("adjacency", "dense")
 

@@ -110,8 +110,8 @@ def test_training_and_integrator_settings_nest_instead_of_being_copied():
     assert (tc.plateau_threshold, tc.min_lr_scale, tc.check_memory) == (0.01, 0.1, False)
     assert dataclasses.replace(tc, loss="mse", metric="mse", checkpoint_dir=None,
                                description="train", on_divergence="raise") == cfg.train
-    block = transfer.EXPERIMENT.model_fn(cfg, program.cell, program.static)(
-        {"epsilon": 0.5, "gamma": 0.1, "beta": 1.0}).processor
+    hp = {"epsilon": 0.5, "gamma": 0.1, "beta": 1.0, "adjacency": 1.0}  # as a program's
+    block = transfer.EXPERIMENT.model_fn(cfg, program.cell, program.static)(hp).processor
     assert (block.solver, block.max_steps) == ("tsit5", 64)
 
 
