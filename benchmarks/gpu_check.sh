@@ -3,7 +3,10 @@
 # Benchmark 1 (segment and gather paths; swan, swan-learn, gcn), 4 vmapped seeds against 1,
 # the epoch anatomy of both pipelines, the authors' PyTorch reference on the same GPU (when
 # torch is installed and .gpu_ref/swan.py exists), and a Peptides-func SWAN training run for
-# the minutes left, resumable across separate runs. At most 8 minutes on one H100 / H200.
+# the minutes left, resumable across separate runs; before them, a device profile of
+# transfer line k = 10 and SWAN-learn's Peptides-func epoch (benchmarks/device_profile.py:
+# which GPU kernels an epoch's time goes to, at most 2.5 minutes). At most 8 minutes on one
+# H100 / H200.
 #
 #   bash benchmarks/gpu_check.sh            # figures in $OUT/gpu_check.json (runs/gpu_check)
 #
@@ -18,11 +21,12 @@
 #   .gpu_state/ state.tar of an earlier run ($OUT/state.tar), to continue its training
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
 # (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_ANATOMY=peptides,tolokers chooses the
-# anatomy's workloads; GPU_CHECK_MINUTES sets the budget, default 7).
+# anatomy's workloads; GPU_CHECK_PROFILE the profile's, empty for none; GPU_CHECK_MINUTES
+# sets the budget after the profile, default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
-MINUTES=${GPU_CHECK_MINUTES:-7}
+MINUTES=${GPU_CHECK_MINUTES:-5}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/log.txt") 2>&1
 
@@ -50,6 +54,12 @@ fi
 
 "$PY" -c "import jax; print('jax', jax.__version__, jax.devices())"
 status=0
+PROFILE=${GPU_CHECK_PROFILE-transfer,peptides-learn}
+if [ -n "$PROFILE" ]; then  # its own process: it sets XLA_FLAGS before JAX starts
+    timeout 150 "$PY" -m benchmarks.device_profile --only "$PROFILE" \
+        --out "$OUT/device_profile.json" ${GPU_CHECK_SMOKE:+--quick --epochs 1} \
+        || echo "device profile ended with status $?"
+fi
 timeout $((MINUTES * 60 + 45)) "$PY" -m benchmarks.gpu_check --out "$OUT" --state "$STATE" \
     --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,anatomy,reference,training}" \
     --ref "${GPU_CHECK_REF:-$PWD/.gpu_ref/swan.py}" \

@@ -19,4 +19,6 @@ if [ -d .whl ]; then
             --target /tmp/site "${missing[@]}"
     fi
 fi
-[ -d /tmp/site ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+if [ -d /tmp/site ]; then  # an if: a false test would end a sourcing `set -e` script
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
