@@ -10,12 +10,15 @@
 #
 #   bash benchmarks/gpu_check.sh            # figures in $OUT/gpu_check.json (runs/gpu_check)
 #
-# It needs no network. Optional inputs, all git-ignored, in the repository root:
+# It needs no network. Optional inputs, all git-ignored, in the repository root (made by
+# `python -m benchmarks.gpu_inputs --data-dir ../shared/data --ref PATH/swan.py`):
 #   .whl/       wheels of packages the GPU machine's Python may lack (jraph, rdkit, pooch,
 #               tqdm, matplotlib and their dependencies; see gpu_wheels.sh), e.g.
 #               pip download --only-binary=:all: --python-version 3.12 -d .whl \
 #                   rdkit jraph pooch tqdm matplotlib
 #   .gpu_data/  the raw data (peptides-functional, tolokers), e.g. copied from ../shared/data
+#   .gpu_cache/ the processed-data cache to start from (SWAN_CACHE_DIR): Peptides-func
+#               featurised and compressed (7 MB), so that no RDKit is needed here
 #   .gpu_ref/   the authors' model file: graph_property_prediction/models/swan.py of
 #               gravins/SWAN, for the PyTorch reference
 #   .gpu_state/ state.tar of an earlier run ($OUT/state.tar), to continue its training
@@ -38,7 +41,11 @@ source benchmarks/gpu_wheels.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export SWAN_DATA_DIR=${SWAN_DATA_DIR:-$PWD/.gpu_data}
-export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+if [ -d .gpu_cache ]; then
+    export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-$PWD/.gpu_cache}
+else
+    export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+fi
 if [ -n "${GPU_CHECK_SMOKE:-}" ]; then
     export SWAN_DATA_DIR=${SMOKE_DATA_DIR:-$PWD/../shared/data}
     [ -d cache ] && export SWAN_CACHE_DIR=$PWD/cache  # featurised once already

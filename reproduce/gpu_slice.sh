@@ -38,7 +38,10 @@ source benchmarks/gpu_wheels.sh
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 [ -d .gpu_data ] && export SWAN_DATA_DIR=${SWAN_DATA_DIR:-$PWD/.gpu_data}
-[ -z "${GPU_CHECK_SMOKE:-}" ] && export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+if [ -z "${GPU_CHECK_SMOKE:-}" ]; then  # the carried cache (benchmarks/gpu_inputs.py) first
+    [ -d .gpu_cache ] && export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-$PWD/.gpu_cache}
+    export SWAN_CACHE_DIR=${SWAN_CACHE_DIR:-/tmp/swan_cache}
+fi
 
 # The runtime table and the campaign work on a copy outside $OUT, returned as one file
 # (a lent machine may return only a limited number of files, each at most 16 MiB). The

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -164,6 +165,8 @@ def test_dataset_round_trip_through_save_and_read(tmp_path):
     data = line_swap_dataset(3)
     data.save(tmp_path / "d.npz")
     loaded = GraphDataset.read(tmp_path / "d.npz")
+    with zipfile.ZipFile(tmp_path / "d.npz") as archive:  # caches stay small on disk
+        assert {m.compress_type for m in archive.infolist()} == {zipfile.ZIP_DEFLATED}
     for field in ("nodes", "senders", "receivers", "n_node", "n_edge", "node_targets"):
         np.testing.assert_array_equal(getattr(loaded, field), getattr(data, field))
     with pytest.raises(FileNotFoundError, match="GraphDataset.save"):
