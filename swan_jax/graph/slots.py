@@ -164,9 +164,9 @@ class SlotGraph:
     def pair_linear(self, x: Array, kernel: Array) -> Array:
         """`x_u K[:d] + x_v K[d:]` from one `[N, d] x [d, 2 h]` product gathered to the
         listed pairs (parallel edges share one value)."""
-        d, h = x.shape[-1], kernel.shape[-1]
+        d = x.shape[-1]
         ends = x @ jnp.concatenate([kernel[:d], kernel[d:]], axis=1)  # one product
-        return gather.gather_pair_ends(self.graph, ends[:, :h], ends[:, h:])
+        return gather.gather_pair_ends_joined(self.graph, ends)
 
     def mix(self, ops: SlotOperators, x: Array, self_matrix: Array, bias: Array,
             terms: tuple[Term, ...]) -> Array:
