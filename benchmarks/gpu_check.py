@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, for a CPU run")
     parser.add_argument("--only", default="bench,seeds,anatomy,reference,training",
                         help="comma list of the parts to run, in the order they run: bench, "
-                             "seeds, anatomy, reference, training")
+                             "seeds, anatomy, reference, training; none for none")
     parser.add_argument("--anatomy",
                         default="peptides,peptides-learn,transfer,transfer-cpu,graphprop,tolokers",
                         help="the epoch anatomy's workloads, in the order they run")
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
              ("training", "peptides_func_training", lambda: training(state, deadline,
                                                                       args.smoke)))
     by_key = {key: (name, fn) for key, name, fn in parts}
-    wanted = [p.strip() for p in args.only.split(",") if p.strip()]
+    wanted = [p.strip() for p in args.only.split(",") if p.strip() not in ("", "none")]
     unknown = sorted(set(wanted) - set(by_key))
     if unknown:
         parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(by_key)}")
