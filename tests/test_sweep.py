@@ -58,7 +58,11 @@ def toy_config(tmp: Path, **changes) -> SweepConfig:
 
 def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkeypatch):
     cfg = toy_config(tmp_path)
+    written, write_outputs = [], sweep.write_outputs
+    monkeypatch.setattr(sweep, "write_outputs",
+                        lambda *args: written.append(args) or write_outputs(*args))
     outcome = run_sweep(Toy(), cfg)
+    assert len(written) == 1  # results, table and figure once: after the program only
     out = capsys.readouterr().out
     assert out.startswith("toy plan: 1 program(s), 0 already done, 1 to train; runs per "
                           "program (grid points x 2 seed(s)): 4; up to 2 epoch(s) each")
@@ -108,7 +112,7 @@ def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkey
 
     monkeypatch.setattr(sweep, "train", no_training)
     again = run_sweep(Toy(), toy_config(tmp_path, resume=True))
-    assert again.cells == outcome.cells
+    assert again.cells == outcome.cells and len(written) == 2  # nothing trained: written once
 
 
 def test_a_checkpoint_folder_without_resume_is_one_clear_line(tmp_path):

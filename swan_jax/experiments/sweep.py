@@ -548,13 +548,16 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
             print(f"{program.name}: already in {results.path}, skipped (--resume)")
     print_plan(exp, cfg, programs, todo)
     data, overall = _DataCache(exp, cfg), _Overall(cfg, todo)
+    summary = None
     try:
-        for program in todo:
+        for program in todo:  # the outputs after each program: a stopped sweep keeps them
             results.add(run_program(exp, cfg, program, data, overall))
-            write_outputs(exp, cfg, results, programs, skipped)
+            summary = write_outputs(exp, cfg, results, programs, skipped)
     finally:
         overall.close()
-    return SweepResult(write_outputs(exp, cfg, results, programs, skipped), list(skipped))
+    if summary is None:  # nothing left to train: the outputs of what is done
+        summary = write_outputs(exp, cfg, results, programs, skipped)
+    return SweepResult(summary, list(skipped))
 
 
 def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
