@@ -302,6 +302,9 @@ def gather_pair_ends_joined(graph: PreparedGraph, ends: Array) -> Array:
     edge MLP spent 9.5 of its 43 ms of forward and backward there (Peptides-func batch).
     """
     n, p = graph.num_nodes, graph.num_pairs
+    if jnp.ndim(ends) != 2 or ends.shape[-1] % 2:
+        raise ValueError(f"ends of shape {tuple(jnp.shape(ends))} is not [N, 2c]: two blocks "
+                         f"of columns, receivers' then senders'")
     c = ends.shape[-1] // 2
     mask = _pair_mask(graph, ends.dtype)
 
