@@ -131,7 +131,9 @@ def op_events(trace_dir: Path) -> list[tuple[str, str, int, int]]:
     thunk events (a CPU)."""
     from jax.profiler import ProfileData
 
-    path = next(trace_dir.glob("**/*.xplane.pb"))
+    path = next(trace_dir.glob("**/*.xplane.pb"), None)
+    if path is None:
+        raise SystemExit(f"{trace_dir}: jax.profiler wrote no trace (*.xplane.pb)")
     device, host = [], []
     for plane in ProfileData.from_file(str(path)).planes:
         on_device = plane.name.startswith("/device:")
@@ -141,6 +143,8 @@ def op_events(trace_dir: Path) -> list[tuple[str, str, int, int]]:
             lines = {"XLA Ops": lines["XLA Ops"]}
         for rows in lines.values():
             (device if on_device else host).extend(rows)
+    if not (device or host):
+        raise SystemExit(f"{path}: the trace holds no XLA operation (no `hlo_op` events)")
     return device or host
 
 
@@ -169,8 +173,7 @@ def summarise(events, names: dict[tuple[str, str], str], wall_s: float, epochs: 
     """Busy share and the `top` operation groups by summed time."""
     groups: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for module, op, _, duration in events:
-        name = names.get((module, op)) or names.get((module.removeprefix("jit_"), op)) \
-            or f"{module}:{op}"
+        name = names.get((module, op), f"{module}:{op}")
         groups[name][0] += duration
         groups[name][1] += 1
     busy = busy_ns(events) / 1e9
