@@ -25,7 +25,9 @@
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
 # (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_ANATOMY=peptides,tolokers chooses the
 # anatomy's workloads; GPU_CHECK_PROFILE the profile's, empty for none; GPU_CHECK_MINUTES
-# sets the budget after the profile, default 5).
+# sets the budget after the profile, default 5). GPU_CHECK_TRANSFER=1 adds, after the
+# profile, issue 19's transfer target (benchmarks/transfer_protocol.sh, fused: about 75 s
+# on an H200), its summary and compilations written into this log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
@@ -66,6 +68,16 @@ if [ -n "$PROFILE" ]; then  # its own process: it sets XLA_FLAGS before JAX star
     timeout 150 "$PY" -m benchmarks.device_profile --only "$PROFILE" \
         --out "$OUT/device_profile.json" ${GPU_CHECK_SMOKE:+--quick --epochs 1} \
         || echo "device profile ended with status $?"
+fi
+if [ -n "${GPU_CHECK_TRANSFER:-}" ]; then  # issue 19's transfer target, its wall time split
+    transfer=$(mktemp -d)
+    extra=""
+    [ -n "${GPU_CHECK_SMOKE:-}" ] && extra="--epochs 60 --train-size 40 --val-size 10 --test-size 10"
+    OUT=$transfer PY=$PY VARIANTS=fused EXTRA_ARGS="$extra" timeout 240 \
+        bash benchmarks/transfer_protocol.sh || echo "transfer protocol ended with status $?"
+    # into this log (a lent machine returns few files): compilations, table, resources
+    grep -v -E "^ *[0-9.]+ epoch [0-9]+/" "$transfer/fused.txt" 2>/dev/null | head -60
+    rm -rf "$transfer"
 fi
 timeout $((MINUTES * 60 + 45)) "$PY" -m benchmarks.gpu_check --out "$OUT" --state "$STATE" \
     --minutes "$MINUTES" --only "${GPU_CHECK_ONLY:-bench,seeds,anatomy,reference,training}" \

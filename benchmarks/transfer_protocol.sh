@@ -13,7 +13,11 @@
 #                   graphs too (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL): is an
 #                   11 ms epoch kernel launches?
 # Each variant writes $OUT/<variant>.txt (thinned log, `/usr/bin/time -v`) and
-# $OUT/<variant>.json (results); $OUT/summary.txt has one line each. EXTRA_ARGS is added to
+# $OUT/<variant>.json (results); $OUT/summary.txt has one line each. Every log line is
+# stamped with the seconds since the command started, and JAX logs its compilations
+# (JAX_LOG_COMPILES): the summary splits the wall time into the start (imports, data, the
+# first compiles) up to the first epoch, the epochs, and the end (final evaluation,
+# results), and names the compilations over 0.1 s. EXTRA_ARGS is added to
 # every command (a CPU smoke run: EXTRA_ARGS="--epochs 60 --train-size 40 --val-size 10
 # --test-size 10").
 set -uo pipefail
@@ -21,6 +25,24 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/transfer_protocol}
 PY=${PY:-python3}
 mkdir -p "$OUT"
+# each line prefixed with the seconds since the command started
+STAMP='import sys, time
+t0 = time.perf_counter()
+for line in sys.stdin:
+    print(f"{time.perf_counter() - t0:8.2f} {line}", end="", flush=True)'
+# the stamped log's wall time split at the first and last epoch lines, and its compilations
+SPLIT='import re, sys
+rows = [(float(m.group(1)), m.group(2)) for l in open(sys.argv[1])
+        for m in [re.match(r"\s*([0-9.]+) (.*)", l)] if m]
+epochs = [t for t, l in rows if re.match(r"epoch \d+/", l)]
+comp = [(float(m.group(2)), m.group(1)) for _, l in rows
+        for m in [re.search(r"XLA compilation of (\S+) in ([0-9.e-]+) sec", l)] if m]
+big = ", ".join(f"{n} {s:.1f} s" for s, n in sorted(comp, reverse=True) if s >= 0.1)
+end = rows[-1][0] if rows else 0.0
+if epochs:
+    print(f"start to first epoch {epochs[0]:.1f} s, epochs {epochs[-1] - epochs[0]:.1f} s, "
+          f"last epoch to exit {end - epochs[-1]:.1f} s; ", end="")
+print(f"{len(comp)} compilations, {sum(s for s, _ in comp):.1f} s ({big})")'
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 for variant in ${VARIANTS:-fused commandbuffers}; do
@@ -34,17 +56,21 @@ for variant in ${VARIANTS:-fused commandbuffers}; do
     work=$(mktemp -d)
     started=$(date +%s)
     # shellcheck disable=SC2086  # EXTRA_ARGS is a list of flags
-    XLA_FLAGS="$xla" /usr/bin/time -v "$PY" -m swan_jax.experiments.transfer --topology line \
-        --distance 10 --model swan --results-dir "$work/results" --cache-dir "$work/cache" \
-        --no-progress --no-checkpoints "${flags[@]}" ${EXTRA_ARGS:-} > "$work/log.txt" 2>&1
-    status=$?
+    { XLA_FLAGS="$xla" JAX_LOG_COMPILES=1 /usr/bin/time -v "$PY" -m swan_jax.experiments.transfer \
+        --topology line --distance 10 --model swan --results-dir "$work/results" \
+        --cache-dir "$work/cache" --no-progress --no-checkpoints "${flags[@]}" \
+        ${EXTRA_ARGS:-} 2>&1; echo "exit status $?"; } | "$PY" -u -c "$STAMP" > "$work/log.txt"
+    status=$(tail -1 "$work/log.txt" | awk '{print $NF}')
     wall=$(($(date +%s) - started))
-    # the per-epoch lines thinned to epochs 1-3, every 250th and the last of each program
-    awk '!/^epoch [0-9]+\// {print; next}
-         {split($2, a, "/"); if (a[1] <= 3 || a[1] % 250 == 0 || a[1] == a[2]) print}' \
-        "$work/log.txt" > "$OUT/$variant.txt"
+    # the per-epoch lines thinned to epochs 1-3, every 250th and the last of each program;
+    # of JAX's own lines only the compilations
+    awk '$2 == "epoch" && $3 ~ /^[0-9]+\// {split($3, a, "/");
+             if (a[1] <= 3 || a[1] % 250 == 0 || a[1] == a[2]) print; next}
+         /WARNING:jax|^ *[0-9.]+ (Compiling|Finished)/ {if (/Finished XLA compilation/ && $(NF - 1) >= 0.1) print; next}
+         {print}' "$work/log.txt" > "$OUT/$variant.txt"
     cp "$work/results/results.json" "$OUT/$variant.json" 2>/dev/null
-    pace=$(grep "^epoch" "$work/log.txt" | tail -1 | grep -o "[0-9.e-]* s/epoch")
-    echo "$variant: status $status, $wall s wall, last pace $pace" | tee -a "$OUT/summary.txt"
+    pace=$(grep -E "^ *[0-9.]+ epoch" "$work/log.txt" | tail -1 | grep -o "[0-9.e-]* s/epoch")
+    split=$("$PY" -c "$SPLIT" "$work/log.txt")
+    echo "$variant: status $status, $wall s wall, last pace $pace; $split" | tee -a "$OUT/summary.txt"
     rm -rf "$work"
 done

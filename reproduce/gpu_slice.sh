@@ -10,7 +10,8 @@
 #
 # CHECK_MINUTES=0 skips the check; CHECK_PARTS and CHECK_ANATOMY choose its parts and the
 # epoch anatomy's workloads (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh;
-# CHECK_PARTS=none keeps only its device profile, GPU_CHECK_PROFILE);
+# CHECK_PARTS=none keeps only its device profile, GPU_CHECK_PROFILE; GPU_CHECK_TRANSFER=1
+# passes through and times issue 19's transfer target after the profile);
 # RUNTIME_TABLE=0 skips the paper's runtime table (`reproduce.runtime`, run before the
 # campaign, at most 5 minutes, with the authors' PyTorch beside it when .gpu_ref/swan.py
 # and torch are there). CELLS are campaign `--cells` patterns: give the slice cells that

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from swan_jax.compiles import CompileCounter
 from swan_jax.train import TrainConfig, TrainingDiverged, TrainingInterrupted, _fused, train
 from swan_jax.train._evaluate import finish_sums
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
@@ -53,6 +54,19 @@ def _assert_close(one, fused):
             np.testing.assert_allclose(a.get(key, []), b.get(key, []), rtol=1e-5)
 
 
+def _assert_scores_from_the_best_epochs_records(result, compiled: list[str], settings):
+    """Validation and test at the best parameters are the best epoch's record (which
+    scored those very parameters), so a fused run compiles no evaluation of its own; a
+    split the epochs did not score (`track_test=False`) is evaluated at the end."""
+    tracked = settings.get("track_test", True)
+    assert [name for name in compiled if "_eval" in name] == (
+        [] if tracked else ["jit(_eval_split)"])
+    for r, run in enumerate(result.runs):
+        record = result.history[run["best_epoch"]]
+        assert run["val_at_best"] == record["val"][r] == run["best_val"]
+        assert run["test"] == record["test"][r] if tracked else np.isfinite(run["test"])
+
+
 def _blocks(result) -> list[int]:
     """Epochs per device call, one entry per call."""
     sizes, epoch = [], 0
@@ -69,8 +83,12 @@ def _blocks(result) -> list[int]:
 ])
 def test_blocks_give_the_per_epoch_numbers_and_the_same_bits_however_they_are_cut(settings):
     data = splits(line_swap_dataset())
-    one, fused, short = (_train(data, GRID, k, **settings) for k in (1, 64, 3))
+    one = _train(data, GRID, 1, **settings)
+    with CompileCounter() as counter:
+        fused = _train(data, GRID, 64, **settings)
+    short = _train(data, GRID, 3, **settings)
     _assert_close(one, fused)
+    _assert_scores_from_the_best_epochs_records(fused, counter.compiled, settings)
     _assert_same(fused, short)
     assert max(_blocks(one)) == 1 and max(_blocks(short)) == 3 and max(_blocks(fused)) > 3
     if "patience" in settings:  # early stopping ended runs at different epochs
@@ -199,3 +217,4 @@ def test_epochs_per_call_is_refused_outside_its_range():
         with pytest.raises(ValueError,
                            match=rf"epochs_per_call must be in \[1, 64\], got {value}"):
             TrainConfig(epochs_per_call=value)
+
