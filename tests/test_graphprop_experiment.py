@@ -79,6 +79,25 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     assert (out / "table.md").read_text() == table
 
 
+def test_both_adjacencies_train_in_one_program_as_each_alone(tmp_path):
+    """The adjacency is traced: one program trains the sym and adj runs, each as its own
+    program would, and its record names each run's adjacency."""
+    def records(adjacency: str) -> list[dict]:
+        argv = [*TINY, "--task", "sssp", "--labels", "paper", "--variant", "swan",
+                "--results-dir", str(tmp_path / adjacency), "--cache-dir",
+                str(tmp_path / "cache")]
+        argv[argv.index("--adjacency") + 1] = adjacency
+        assert gp.main(argv) == 0
+        return json.loads((tmp_path / adjacency / "results.json").read_text())["records"]
+
+    (both,), (alone,) = records("sym,adj"), records("adj")
+    assert [r["hparams"]["adjacency"] for r in both["runs"]] == ["sym"] * 2 + ["adj"] * 2
+    for merged, single in zip(both["runs"][2:], alone["runs"], strict=True):
+        assert merged["seed"] == single["seed"]
+        assert merged["test"] == pytest.approx(single["test"], rel=1e-4)
+    assert both["runs"][0]["test"] != both["runs"][2]["test"]  # they trained apart
+
+
 def test_cli_builds_the_paper_grid_and_model_lists():
     cfg = gp.parse_config(["--all"])
     assert cfg.tasks == ("diameter", "sssp", "eccentricity")
@@ -92,9 +111,10 @@ def test_cli_builds_the_paper_grid_and_model_lists():
         return gp.EXPERIMENT.plan(cfg, [{"task": "sssp", "labels": "paper",
                                          "model": model}])
 
-    assert {len(p.grid) for p in plan("swan")} == {3 * 2 * 6}
-    assert {len(p.grid) for p in plan("adgn")} == {3 * 2}  # no Psi: beta collapses
-    assert len(plan("swan")) == 24  # hidden x layers x A_hat: one program each
+    # A_hat x epsilon x gamma x beta: both A_hat traced in one program
+    assert {len(p.grid) for p in plan("swan")} == {2 * 3 * 2 * 6}
+    assert {len(p.grid) for p in plan("adgn")} == {2 * 3 * 2}  # no Psi: beta collapses
+    assert len(plan("swan")) == 12  # hidden x layers: one program each
     assert {tuple(sorted(p.grid[0])) for p in plan("gcn")} == {("learning_rate",
                                                                 "weight_decay")}
 
