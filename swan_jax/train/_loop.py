@@ -5,8 +5,8 @@ The call is a short sequence of named parts: `_Program` fixes what does not chan
 parameter and memory budgets on shapes alone, then initialises the `RunState`;
 `_resume` restores the newest checkpoint; `_epoch` trains, checks divergence, evaluates
 and updates early stopping (or `_block` runs several short epochs in one device call,
-`_fused`); `_after_epochs` records, checkpoints and reports; `_result` scores the best
-parameters.
+`_fused`); `_after_epochs` records, checkpoints and reports; `_result` reports the best
+parameters' scores (their epoch's record; evaluated only where it scored no such split).
 """
 
 from __future__ import annotations
