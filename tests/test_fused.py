@@ -154,7 +154,11 @@ def test_ctrl_c_inside_a_block_keeps_the_blocks_before_and_resume_ends_the_same(
             train(model_fn, data, cfg, GRID[:1])
     assert err.value.epochs_done == calls[3] > calls[2]
     assert (tmp_path / str(calls[3])).exists()
-    resumed = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "resume": True}), GRID[:1])
+    with CompileCounter() as counter:
+        resumed = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "resume": True}),
+                        GRID[:1])
+    # the checkpoint holds the metric's denominators: no evaluation to learn them again
+    assert not [name for name in counter.compiled if "_eval" in name]
     whole = train(model_fn, data, TrainConfig(**{**cfg.__dict__, "checkpoint_dir": None}),
                   GRID[:1])
     _assert_same(whole, resumed)  # other blocks, the same bits

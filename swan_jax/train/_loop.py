@@ -184,12 +184,18 @@ def _check_metric(prog: _Program, params) -> None:
     check_output(metric, pred, np.asarray(target), np.asarray(mask))
 
 
-def _resume(folder: ProgramFolder, state: RunState, log: _Log) -> tuple[RunState, int]:
-    """The newest checkpoint's state and its epoch count (0 and `state` without one)."""
+def _resume(folder: ProgramFolder, state: RunState, log: _Log, pipeline
+            ) -> tuple[RunState, int]:
+    """The newest checkpoint's state and its epoch count (0 and `state` without one). The
+    splits' metric denominators come back too, so that a fused run's first block needs no
+    evaluation to learn them (`EpochBlocks._best_numerators`): one compilation fewer, and
+    the very denominators the uninterrupted run used."""
     restored = folder.restore(state)
     if restored is None:
         return state, 0
     state, meta = restored
+    if hasattr(pipeline, "denominators"):
+        pipeline.denominators.update(meta.get("denominators", {}))
     log.history, log.past_wall = meta["history"], meta.get("wall_time", 0.0)
     log.timings = meta.get("timings", [{} for _ in log.history])
     log.saved_epochs = meta["epoch"]
@@ -333,7 +339,9 @@ def _save(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
     """Checkpoint the state after the newest epoch and append its pending history lines."""
     epoch = len(log.history)
     folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
-                               "wall_time": log.past_wall + time.perf_counter() - started})
+                               "wall_time": log.past_wall + time.perf_counter() - started,
+                               "denominators": dict(getattr(prog.pipeline, "denominators",
+                                                            {}))})
     if folder.saves:
         log.saved_epochs = epoch
     for record, timing in log.pending:
@@ -424,7 +432,7 @@ def train(
     folder.check_fresh()
     state, num_params = _initial_state(prog)
     log = _Log()
-    state, start_epoch = _resume(folder, state, log)
+    state, start_epoch = _resume(folder, state, log, prog.pipeline)
     folder.describe(prog.runs, num_params, describe)
     folder.write_history(log.history, log.timings)
     state = dataclasses.replace(state, **prog.place.state(state.device_part()))
