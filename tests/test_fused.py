@@ -221,4 +221,3 @@ def test_epochs_per_call_is_refused_outside_its_range():
         with pytest.raises(ValueError,
                            match=rf"epochs_per_call must be in \[1, 64\], got {value}"):
             TrainConfig(epochs_per_call=value)
-
