@@ -599,3 +599,34 @@ def test_a_peptides_batch_gives_the_same_model_gradient_on_both_paths(variant, t
 
     graph = jax.tree_util.tree_map(jnp.asarray, batch.graph)
     assert_close(value_and_grad(params, graph), value_and_grad(params, sj.plain_graph(graph)))
+
+
+def test_the_pair_gather_and_its_transpose_against_numpy():
+    """`gather_pair_ends_joined` (SWAN-learn's edge MLP input) and its two-array form:
+    `R[u] + S[v]` on each listed pair `(u <- v)`, 0 on padding pairs; the transpose sums
+    a pair's cotangent into its receiver's `R` and its sender's `S`, as one `[N, 2c]`
+    array. On the batch with multi-edges, self-loops and padding, with its own slot width
+    and with width 1 (overflow rows); a non-`[N, 2c]` input is one line."""
+    rng = np.random.default_rng(21)
+    graph = awkward(rng)
+    for name, pg in (("own width", prepared(graph)), ("K=1", prepared(graph, 1))):
+        n, c = pg.num_nodes, 3
+        ends = jnp.asarray(rng.normal(size=(n, 2 * c)))
+        receivers, senders = np.asarray(pg.pair_receivers), np.asarray(pg.pair_senders)
+        live = np.asarray(pg.pair_count) > 0
+        expected = (np.asarray(ends)[receivers, :c] + np.asarray(ends)[senders, c:]) \
+            * live[:, None]
+        got = gather.gather_pair_ends_joined(pg, ends)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(gather.gather_pair_ends(pg, ends[:, :c], ends[:, c:]),
+                                   expected, rtol=1e-6, atol=1e-6, err_msg=name)
+        weights = jnp.asarray(rng.normal(size=got.shape))
+        _, transpose = jax.vjp(lambda e, pg=pg: gather.gather_pair_ends_joined(pg, e), ends)
+        (cotangent,) = transpose(weights)
+        reference = np.zeros((n, 2 * c))
+        w = np.asarray(weights) * live[:, None]
+        np.add.at(reference[:, :c], receivers[live], w[live])
+        np.add.at(reference[:, c:], senders[live], w[live])
+        np.testing.assert_allclose(cotangent, reference, rtol=1e-5, atol=1e-5, err_msg=name)
+    with pytest.raises(ValueError, match=r"^ends of shape \(10, 3\) is not \[N, 2c\]"):
+        gather.gather_pair_ends_joined(pg, jnp.zeros((10, 3)))
