@@ -166,6 +166,25 @@ def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: st
     return sj.Model(AtomEncoder(hidden), processor, head)
 
 
+# GPS at the runtime table's setting (docs/gps.md): GraphGPS's Peptides-func
+# configuration (GatedGCN + Transformer, 4 heads, LapPE max_freqs 10 in 16 channels, Bond
+# edge encoder, mean pooling) at the table's 128 channels and 5 layers.
+GPS_LAP_K, GPS_PE_DIM, GPS_HEADS = 10, 16, 4
+
+
+def lrgb_gps_model(max_nodes: int, hidden: int = HIDDEN, layers: int = LAYERS):
+    """GraphGPS for Peptides-func's 10 labels over data with `GPS_LAP_K` LapPE columns
+    (`swan_jax.data.positional.with_positional_encodings`); `max_nodes`: the largest graph."""
+    from swan_jax.gps import BondEncoder, GPSEncoder, GPSStack, gps_feature_width
+
+    head = sj.GraphReadout((hidden, hidden // 2, 10), pooling=("mean",))
+    width = gps_feature_width(hidden, GPS_LAP_K, 0, GPS_PE_DIM)
+    encoder = GPSEncoder(AtomEncoder(width), GPS_LAP_K, pe_dim=GPS_PE_DIM)
+    processor = GPSStack(hidden, layers, max_nodes, num_heads=GPS_HEADS, local="gatedgcn",
+                         edge_encoder=BondEncoder(hidden))
+    return sj.Model(encoder, processor, head)
+
+
 def train_step_fn(model, batch, seeds: int = 1):
     """The training loop's own step (`swan_jax.train.make_train_step`: AdamW, BCE, finite
     checks) for `seeds` runs of `model` on `batch`: `once()` takes one step; `state` holds

@@ -1,8 +1,9 @@
 """The paper's runtime table (tab:runtimes), measured here: training and inference seconds
-per Peptides-func epoch for GCN, ADGN, SWAN and SWAN-learn at the table's setting (batch
-64, 128 channels, 5 layers), on the device that runs it, beside the paper's RTX 3090
-figures and, where torch and the authors' model file are at hand, the authors' PyTorch
-SWAN and SWAN-learn on the same device and data.
+per Peptides-func epoch for GCN, GPS, ADGN, SWAN and SWAN-learn at the table's setting
+(batch 64, 128 channels, 5 layers; GPS as `benchmarks.common.lrgb_gps_model`), on the
+device that runs it, beside the paper's RTX 3090 figures and, where torch and the
+authors' model file are at hand, the authors' PyTorch SWAN and SWAN-learn on the same
+device and data.
 
     python -m reproduce.runtime                         # -> reproductions/runtime-<kind>/
     python -m reproduce.runtime --ref .gpu_ref/swan.py  # with the authors' PyTorch beside
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MODELS = ("gcn", "adgn", "swan", "swan-learn")
+MODELS = ("gcn", "gps", "adgn", "swan", "swan-learn")
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
 
 
@@ -42,12 +43,26 @@ def measure_ours(epochs: int, quick: bool) -> tuple[dict[str, Any], dict[str, in
     out = {}
     for kind in MODELS:
         print(f"runtime: {kind} ({epochs} epochs) ...", flush=True)
-        timed = _epochs(dataclasses.replace(work, model_fn=lambda hp, k=kind: lrgb_model(k)),
-                        "device", epochs)
+        row = gps_workload(work) if kind == "gps" else dataclasses.replace(
+            work, model_fn=lambda hp, k=kind: lrgb_model(k))
+        timed = _epochs(row, "device", epochs)
         out[kind] = {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
                      "epoch_s": timed["epoch_s"], "first_epoch_s": timed["first_epoch_s"],
                      "epochs": epochs}
     return out, sizes
+
+
+def gps_workload(work):
+    """The runtime workload with GPS: the same graphs with LapPE appended (computed here,
+    once, untimed) and `benchmarks.common.lrgb_gps_model` sized to the largest graph."""
+    from benchmarks.common import GPS_LAP_K, lrgb_gps_model
+    from swan_jax.data.positional import with_positional_encodings
+
+    splits = {name: with_positional_encodings(split, lap_k=GPS_LAP_K)
+              for name, split in work.splits.items()}
+    max_nodes = max(int(split.n_node.max()) for split in splits.values())
+    model = lrgb_gps_model(max_nodes)
+    return dataclasses.replace(work, splits=splits, model_fn=lambda hp: model)
 
 
 def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:

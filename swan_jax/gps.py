@@ -13,7 +13,9 @@ offset_g + n_g - 1` of the batch, so node `i` sits at `[g(i), i - offset_g(i)]`;
 past a graph's node count are masked. No attention crosses graphs, padding nodes (in
 the padding graph) never reach a real graph, and the cost is `sum_g max_nodes^2`, not
 `N^2`. `max_nodes` is static (the largest real graph of the data); a real node beyond
-it stops the program with one line (`eqx.error_if`).
+it stops the program with one line (`eqx.error_if`). `max_graphs` (static, default every
+graph slot of the batch) bounds the view's graphs: 1 for one full graph (Tolokers), whose
+batch's second slot is the padding graph, so the view is not twice the graph.
 
 Inputs (`GPSEncoder`): the node columns `swan_jax.data.positional.with_positional_encodings`
 appends, `[features | LapPE vectors (k) | LapPE values (k) | RWSE (s) | real (1)]`.
@@ -50,8 +52,10 @@ import jax
 import jax.numpy as jnp
 import jraph
 
+from swan_jax.encoders import AtomEncoder
 from swan_jax.graph import as_operator
 from swan_jax.models import MLP, node_graph_index
+from swan_jax.ogb_vocabulary import BOND_FEATURE_DIMS
 
 Array = jax.Array
 LOCAL_KINDS = ("gine", "gatedgcn")
@@ -78,26 +82,33 @@ class GraphAttention(nn.Module):
     """Multi-head self-attention among the nodes of each graph: `[N, d] -> [N, d]`.
 
     Flax's `MultiHeadDotProductAttention` over the dense `[G, max_nodes, d]` view (module
-    docstring); rows past `max_nodes` (padding-graph nodes only, checked) get 0.
+    docstring; `G = max_graphs` or every graph slot); rows outside the view (padding
+    nodes only, checked) get 0.
     """
 
     num_heads: int
     max_nodes: int
     dropout: float = 0.0
     deterministic: bool = True
+    max_graphs: int | None = None
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
         n, d = x.shape
-        n_graph = graph.n_node.shape[0]
+        n_graph = graph.n_node.shape[0] if self.max_graphs is None else self.max_graphs
         index, pos = graph_positions(graph, n)
-        overflow = jnp.any(real_nodes(graph) & (pos >= self.max_nodes))
-        x = eqx.error_if(x, overflow, f"a graph has more nodes than GPS's max_nodes="
-                                      f"{self.max_nodes}; build GPS with max_nodes at least "
-                                      f"the largest graph's node count")
+        real = real_nodes(graph)
+        x = eqx.error_if(x, jnp.any(real & (pos >= self.max_nodes)),
+                         f"a graph has more nodes than GPS's max_nodes={self.max_nodes}; build "
+                         f"GPS with max_nodes at least the largest graph's node count")
+        x = eqx.error_if(x, jnp.any(real & (index >= n_graph)),
+                         f"a batch holds more graphs than GPS's max_graphs={self.max_graphs}; "
+                         f"build GPS with max_graphs at least the graphs per batch")
         dense = jnp.zeros((n_graph, self.max_nodes, d), x.dtype)
         dense = dense.at[index, pos].set(x, mode="drop")
-        valid = jnp.arange(self.max_nodes)[None, :] < graph.n_node[:, None]
+        m = min(n_graph, graph.n_node.shape[0])
+        counts = jnp.zeros(n_graph, graph.n_node.dtype).at[:m].set(graph.n_node[:m])
+        valid = jnp.arange(self.max_nodes)[None, :] < counts[:, None]
         mask = nn.make_attention_mask(valid, valid)  # [G, 1, M, M]
         out = nn.MultiHeadDotProductAttention(
             num_heads=self.num_heads, dropout_rate=self.dropout,
@@ -165,6 +176,7 @@ class GPSLayer(nn.Module):
     dropout: float = 0.0
     attn_dropout: float = 0.0
     deterministic: bool = True
+    max_graphs: int | None = None
 
     def _norm(self) -> nn.Module:
         return nn.LayerNorm() if self.norm == "layer" else _Identity()
@@ -180,7 +192,7 @@ class GPSLayer(nn.Module):
             h, e = GINELocal(self.hidden)(graph, x, e)
             x_local = self._norm()(x + self._drop(h))
         attn = GraphAttention(self.num_heads, self.max_nodes, self.attn_dropout,
-                              self.deterministic)(graph, x)
+                              self.deterministic, self.max_graphs)(graph, x)
         h = x_local + self._norm()(x + self._drop(attn))
         ff = nn.Dense(self.hidden)(self._drop(nn.relu(nn.Dense(2 * self.hidden)(h))))
         return self._norm()(h + self._drop(ff)), e
@@ -209,6 +221,7 @@ class GPSStack(nn.Module):
         features: GINE is GIN, GatedGCN's edges start at 0).
       norm: "layer" (LayerNorm) or "none".
       dropout, attn_dropout: used only with `deterministic=False` (a "dropout" rng).
+      max_graphs: graphs of the attention's dense view (None: every graph slot).
     """
 
     hidden: int
@@ -221,6 +234,7 @@ class GPSStack(nn.Module):
     dropout: float = 0.0
     attn_dropout: float = 0.0
     deterministic: bool = True
+    max_graphs: int | None = None
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
@@ -230,7 +244,7 @@ class GPSStack(nn.Module):
         for _ in range(self.num_layers):
             x, e = GPSLayer(self.hidden, self.num_heads, self.max_nodes, self.local,
                             self.norm, self.dropout, self.attn_dropout,
-                            self.deterministic)(graph, x, e)
+                            self.deterministic, self.max_graphs)(graph, x, e)
         return x
 
 
@@ -307,3 +321,18 @@ def gps_feature_width(hidden: int, lap_k: int, rwse_steps: int, pe_dim: int) -> 
                          f"beside positional encodings of {pe_dim} channels each; raise "
                          f"hidden or lower pe_dim")
     return width
+
+
+class BondEncoder(nn.Module):
+    """OGB's `BondEncoder` on `graph.edges` (integer bond codes `[E, 3]`): the sum of one
+    embedding per code column, `[E, hidden]` (GraphGPS's `edge_encoder_name: Bond`)."""
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, graph: jraph.GraphsTuple) -> Array:
+        if graph.edges is None:
+            raise ValueError("BondEncoder needs edge features (OGB bond codes [E, 3]); "
+                             "this graph has none")
+        return AtomEncoder(self.hidden, BOND_FEATURE_DIMS, name="bonds")(
+            graph._replace(nodes=graph.edges))

@@ -3,6 +3,8 @@ equivariance, padding, LapPE / RWSE against dense NumPy, attention against NumPy
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -114,6 +116,25 @@ def test_a_graph_past_max_nodes_stops_in_one_line():
         short.apply(params, graph, x)
 
 
+def test_one_graph_in_a_one_graph_view_is_the_whole_view():
+    """`max_graphs=1` (a full graph, Tolokers): the padded batch's padding graph stays out
+    of the view and the graph's outputs do not change; a second real graph is refused."""
+    data = _dataset(sizes=(7,))
+    plain = _plain(data)
+    batch = make_batch(data, np.arange(1), budget_for(data, 1))
+    assert batch.graph.n_node.shape[0] == 2  # the graph and the padding graph
+    x = jax.random.normal(jax.random.PRNGKey(3), (plain.nodes.shape[0], 8))
+    padded_x = jnp.zeros((batch.graph.nodes.shape[0], 8)).at[:7].set(x)
+    layer = GraphAttention(num_heads=2, max_nodes=7)
+    params = layer.init(jax.random.PRNGKey(4), plain, x)
+    one = layer.clone(max_graphs=1)
+    np.testing.assert_allclose(np.asarray(one.apply(params, batch.graph, padded_x))[:7],
+                               np.asarray(layer.apply(params, plain, x)), rtol=1e-5, atol=1e-6)
+    two = _plain(_dataset(sizes=(5, 7)))
+    with pytest.raises(eqx.EquinoxRuntimeError, match="more graphs than GPS's max_graphs=1"):
+        one.apply(params, two, jnp.ones((12, 8)))
+
+
 def _dense_laplacian(data: GraphDataset, g: int) -> np.ndarray:
     n = int(data.n_node[g])
     e0, e1 = data.edge_offsets[g], data.edge_offsets[g + 1]
@@ -200,3 +221,39 @@ def test_transfer_gps_model_trains_on_its_positional_data(tmp_path):
     graph = _plain(splits["train"])
     out = model.apply(model.init(jax.random.PRNGKey(0), graph), graph)
     assert out.shape == (24, 1) and np.all(np.isfinite(np.asarray(out)))
+
+
+def test_node_classification_takes_gps_on_request_and_checks_its_width():
+    from swan_jax.experiments import node_classification as N
+
+    assert N.parse_config([]).models == ("gcn", "swan", "swan-learn")  # not by default
+    cfg = N.parse_config(["--models", "gps"])
+    assert cfg.models == ("gps",)
+    assert "epsilon" not in N.EXPERIMENT.grid(cfg, {"dataset": "tolokers", "model": "gps",
+                                                    "split": 0})
+    with pytest.raises(SystemExit):
+        N.parse_config(["--models", "gps", "--hidden", "6"])
+
+
+def test_the_runtime_row_of_gps_trains_on_peptide_shaped_graphs():
+    """`reproduce.runtime`'s GPS row: LapPE appended, the model sized to the largest graph;
+    its GatedGCN with bond embeddings takes a finite step of the training loop's own
+    (narrowed to 32 channels and 1 layer here; the timings run on a device slice)."""
+    from benchmarks.common import _synthetic_peptides, lrgb_gps_model, train_step_fn
+    from benchmarks.epoch_anatomy import Workload
+    from reproduce.runtime import MODELS, gps_workload
+    from swan_jax.ogb_vocabulary import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
+
+    assert "gps" in MODELS
+    data = _synthetic_peptides(3)
+    data = dataclasses.replace(data, nodes=data.nodes % np.asarray(ATOM_FEATURE_DIMS),
+                               edges=data.edges % np.asarray(BOND_FEATURE_DIMS))
+    work = gps_workload(Workload(None, {"train": data, "val": data.subset([0])}, None, ({},),
+                                 ""))
+    train = work.splits["train"]
+    assert train.nodes.shape[1] == 9 + positional.positional_width(10, 0)
+    assert work.model_fn({}).processor.max_nodes == int(data.n_node.max())
+    batch = make_batch(train, np.arange(3), budget_for(train, 3))
+    model = lrgb_gps_model(int(data.n_node.max()), hidden=32, layers=1)
+    once, _ = train_step_fn(model, jax.tree_util.tree_map(jnp.asarray, batch))
+    assert np.all(np.isfinite(np.asarray(once())))
