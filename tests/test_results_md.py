@@ -148,14 +148,14 @@ def test_verdict_against_the_constant_predictor():
 
 def test_empty_reproductions_list_every_paper_cell_as_not_run(repro):
     text = rendered(repro)
-    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 6
-    assert section(text, "Graph transfer").count("| not implemented |") == 3 * 4  # GPS
+    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 7  # GPS included
+    assert "not implemented" not in section(text, "Graph transfer")
     assert section(text, "Graph property").count("| not run |") == 3 * 2 * 4 + 3 * 2
     assert section(text, "Long-range").count("| not run |") == 6
     assert section(text, "Node classification").count("| not run |") == 9
     assert section(text, "SWAN variants").count("| not run |") == 15
     coverage = section(text, "Coverage")
-    assert "| Figure 3: graph transfer | 84 | 0 | 0 | 84 (12 not implemented) | – |" in coverage
+    assert "| Figure 3: graph transfer | 84 | 0 | 0 | 84 | – |" in coverage
     assert "| Table 1: graph property prediction | 12 | 0 | 0 | 12 | – |" in coverage
     assert "| Table 2: LRGB | 6 | 0 | 0 | 6 | – |" in coverage
     assert "| Table 3: SWAN variants (ablation) | 15 | 0 | 0 | 15 | – |" in coverage
@@ -196,12 +196,12 @@ def test_transfer_cells_verdicts_departures_and_figure(repro):
     assert "within 1 order" in ring and "grid 1 of 4 points" in ring  # beta cannot matter
     crossed = section(text, "Crossed Ring", "###")
     assert "better by 2.8 orders" in row(crossed, "3", "SWAN")
-    assert text.count("| not run |") == 72 - 4
+    assert text.count("| not run |") == 84 - 4  # GPS included
     assert "epochs 300 (paper 2000); 2 seed(s) (paper 4)" in text
     assert "beta {1} of the paper's {1, 0.1, 0.01, -1}" in text
     assert "![graph transfer](reproductions/figures/transfer.png)" in text
     assert (repro / "figures" / "transfer.png").stat().st_size > 10_000
-    assert ("| Figure 3: graph transfer | 84 | 0 | 4 | 80 (12 not implemented) | transfer "
+    assert ("| Figure 3: graph transfer | 84 | 0 | 4 | 80 | transfer "
             "(cpu:0) |") in rendered(repro)
 
 
@@ -224,7 +224,7 @@ def test_a_cell_at_the_full_protocol_still_improving_with_its_device_and_wall(re
     assert "| 1500-2000 | 4 | still improving (1 of 4 seeds best in the last 10% of 2000 " \
            "epochs) | full |" in adgn
     assert "| 3.0 min | transfer-gpu (cuda:0 (NVIDIA H200)) |" in adgn
-    assert "| Figure 3: graph transfer | 84 | 1 | 0 | 83 (12 not implemented) |" in text
+    assert "| Figure 3: graph transfer | 84 | 1 | 0 | 83 |" in text
 
 
 def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(repro):

@@ -11,7 +11,9 @@ where; the rest follow the model below, from these measurements:
   layers, less fixed costs; measured by the campaign on the same CPU, seconds per epoch
   of 4 runs: line GCN 7.8 at k = 50 against 0.74 at k = 10, line GIN 9.5 against 0.59;
   the model had 5x, a third of what line k = 50 GCN took); GIN and SAGE 1.3x GCN, GAT
-  2x GCN (not measured).
+  2x GCN (not measured); GPS 3x GCN up to k = 10 (one epoch of one run, line k = 3, took
+  0.15 s on the CPU at load 13, against GCN's quiet 0.044 s for two) and 6x at k = 50,
+  where its attention grows with the square of the graph (modelled).
 * h200: the paper-protocol transfer cell line / 10 / SWAN on one H200 (0.0404 s per
   epoch for 32 runs, `reproductions/transfer-h200-line10`); other cells scale with the
   square root of their CPU cost (the GPU is mostly latency-bound at these sizes).
@@ -28,7 +30,7 @@ from pathlib import Path
 
 from reproduce.campaign.plan import Entry
 
-TRANSFER_MODELS = ("swan", "adgn", "gcn", "gin", "sage", "gat")
+TRANSFER_MODELS = ("swan", "adgn", "gcn", "gin", "sage", "gat", "gps")
 TOPOLOGIES = ("line", "ring", "crossed-ring")
 DISTANCES = (3, 5, 10, 50)
 H200_REF = 0.0404  # s / epoch, line / 10 / swan, 32 runs (reproductions/transfer-h200-line10)
@@ -52,8 +54,8 @@ def _cpu_reference(root: Path) -> dict[str, float]:
 
 def _two_run_seconds(ref: dict[str, float], topology: str, k: int, model: str) -> float:
     scale, k_ref = (K50_OVER_K10, 10) if k == 50 else (1.0, k)
-    base = {"gin": ("gcn", 1.3), "sage": ("gcn", 1.3), "gat": ("gcn", 2.0)}.get(model,
-                                                                          (model, 1.0))
+    base = {"gin": ("gcn", 1.3), "sage": ("gcn", 1.3), "gat": ("gcn", 2.0),
+            "gps": ("gcn", 6.0 if k == 50 else 3.0)}.get(model, (model, 1.0))
     return scale * base[1] * ref.get(f"{topology}/{k_ref}/{base[0]}", math.nan)
 
 
@@ -80,7 +82,8 @@ def transfer_cost(ref: dict[str, float], topology: str, k: int, model: str,
 def transfer_entries(root: Path) -> list[Entry]:
     ref = _cpu_reference(root)
     out = []
-    for group, models in ((100, ("swan", "adgn", "gcn")), (200, ("gin", "sage", "gat"))):
+    for group, models in ((100, ("swan", "adgn", "gcn")),
+                          (200, ("gin", "sage", "gat", "gps"))):
         for k in DISTANCES:
             for topology in TOPOLOGIES:
                 for model in models:
@@ -94,13 +97,6 @@ def transfer_entries(root: Path) -> list[Entry]:
                         cost_minutes=transfer_cost(ref, topology, k, model),
                         basis=("h200 measured (3.0 min, reproductions/transfer-h200-line10);"
                                " others modelled" if measured else "modelled (defaults.py)")))
-    for k in DISTANCES:
-        for topology in TOPOLOGIES:
-            out.append(Entry(
-                id=f"transfer/{topology}/{k}/gps", experiment="transfer",
-                table="Figure 3 (fig:graph_transfer_res)", priority=900,
-                status="not implemented", config={}, cost_minutes={},
-                note="GPS (graph transformer) is not implemented in swan-jax"))
     return out
 
 
