@@ -62,7 +62,9 @@ LOCAL_KINDS = ("gine", "gatedgcn")
 
 
 def positional_width(lap_k: int, rwse_steps: int) -> int:
-    """Node columns after the features: `2 lap_k + rwse_steps + 1` (the real-node flag)."""
+    """Node columns after the features: `2 lap_k + rwse_steps + 1` (the real-node flag);
+    the same count as `swan_jax.data.positional.positional_width` (the core cannot import
+    `data`)."""
     return 2 * lap_k + rwse_steps + 1
 
 
