@@ -30,6 +30,7 @@ from swan_jax.data import (
 )
 from swan_jax.data.batching import padding_share
 from swan_jax.encoders import AtomEncoder
+from swan_jax.ogb_vocabulary import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
 from swan_jax.train import TrainConfig, init_runs, make_train_step, stack_hparams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,9 @@ def matmul_rate(rows: int = 9600, width: int = 128, repeat: int = 30, columns: i
 
 def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
     """Peptide-shaped stand-ins (when the real files are absent): chains of about 151 atoms
-    with a ring every 10 atoms, random OGB atom and bond codes."""
+    with a ring every 10 atoms, random OGB atom and bond codes, each column inside its own
+    vocabulary (an embedding looks a code past its table up as NaN, so a stand-in with
+    out-of-range codes would train on NaN losses)."""
     rng = np.random.default_rng(seed)
     graphs = []
     for _ in range(num_graphs):
@@ -106,8 +109,8 @@ def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
         send = np.concatenate([s, rings])
         recv = np.concatenate([s + 1, rings + 5])
         e = len(send)
-        graphs.append(dict(nodes=rng.integers(0, 5, (n, 9)).astype(np.int32),
-                           edges=rng.integers(0, 3, (2 * e, 3)).astype(np.int32),
+        graphs.append(dict(nodes=rng.integers(0, ATOM_FEATURE_DIMS, (n, 9)).astype(np.int32),
+                           edges=rng.integers(0, BOND_FEATURE_DIMS, (2 * e, 3)).astype(np.int32),
                            senders=np.concatenate([send, recv]),
                            receivers=np.concatenate([recv, send]),
                            graph_targets=rng.integers(0, 2, (1, 10)).astype(np.float32)))
