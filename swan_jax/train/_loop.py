@@ -156,15 +156,31 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
                          f"{cfg.max_params:,}; shrink it or pass allow_more_params")
     _check_metric(prog, shapes[0])
     if cfg.check_memory:
-        step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
-        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
-                                      step_batch, split_mask=prog.split_mask)
-        _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
-                                  prog.budget)
+        _memory.check_step_memory(_step_estimate(prog, shapes), _memory.free_memory_bytes(),
+                                  prog.batch_size, prog.budget)
     params, opt_state = init(*init_args)
     prog.hp = prog.place.state(prog.hp)
     prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
+
+
+def _step_estimate(prog: _Program, shapes) -> int:
+    """The training step's estimated bytes (`_memory.step_bytes`) from the runs' shapes."""
+    step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+    return _memory.step_bytes(prog.model_fn, prog.cfg, prog.place, *shapes, prog.hp,
+                              step_batch, split_mask=prog.split_mask)
+
+
+def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                grid: Sequence[Hyper]) -> int:
+    """Estimated bytes of one training step of `train(model_fn, splits, cfg, grid)`: the
+    memory check's own figure (`_memory.step_bytes`), from shapes alone (nothing is
+    initialised or compiled). It grows linearly with the runs (grid points x seeds), which
+    is how a sweep sizes its programs (`swan_jax.experiments.packing`)."""
+    prog = _Program(model_fn, splits, cfg, grid)
+    seeds = [s for _, s in prog.runs]
+    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    return _step_estimate(prog, jax.eval_shape(init, *init_args))
 
 
 def _check_metric(prog: _Program, params) -> None:
