@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import bundle, gather
+from reproduce.campaign import bundle, costs, gather
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
@@ -249,6 +249,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         return [line]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
+    costs.record(opts.folder, opts.device_kind, entry.id, outcome.timed)
     lines = [f"{entry.id}: {'finished' if outcome.finished else 'unfinished'} "
              f"({outcome.programs_done} of {outcome.programs} program(s), {outcome.epochs} "
              f"epoch(s) in {outcome.seconds / 60:.1f} min" + (f"; {outcome.stopped}" if

@@ -130,6 +130,38 @@ class CellOutcome:
     seconds: float
     cells: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stopped: str = ""
+    timed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # `costs`
+
+
+def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
+    """What a program's cost depends on: experiment, runs, training nodes, layers, width."""
+    from swan_jax.experiments.sweep import data_sizes
+
+    axes = {**dict(cfg.grid), **program.static}
+    one = lambda v: v[0] if isinstance(v, tuple | list) and len(v) == 1 else v  # noqa: E731
+    return {"program": program.name, "experiment": exp.name,
+            "runs": len(program.grid) * len(cfg.seeds),
+            "nodes": data_sizes(splits)["train"]["nodes"],
+            "layers": one(axes.get("num_layers", getattr(cfg, "num_layers", None))),
+            "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None)))}
+
+
+class _Timer:
+    """The seconds of each epoch a call trains of one program (`Deadline.on_epoch_end`'s
+    records), as a `costs` entry."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline, self.seconds = deadline, []
+
+    def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
+        self.seconds.append(float(record.get("seconds", 0.0)))
+        self.deadline.on_epoch_end(epoch, record)
+
+    def entry(self, shape: Mapping[str, Any]) -> dict[str, Any]:
+        steady = sorted(self.seconds[1:])
+        return {**shape, "epochs": len(self.seconds),
+                "first_epoch_seconds": round(self.seconds[0], 3) if self.seconds else None,
+                "seconds_per_epoch": round(steady[len(steady) // 2], 4) if steady else None}
 
 
 def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
@@ -145,22 +177,27 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     sweep.check_outputs(cfg)
     results = ResultsFile(work / "results.json", resume=True)
     cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
-    programs = exp.plan(cfg, cells)
+    data = sweep._DataCache(exp, cfg)
+    programs = exp.packed_plan(cfg, cells, data.get)
     todo = [p for p in programs if not results.done(sweep.done_key(cfg, p))]
-    splits, stopped = None, ""
+    splits, stopped, timed = None, "", []
     for program in todo:
         if not deadline.start_program(first_epoch_seconds):
             stopped = "no time for another program"
             break
-        splits = splits if splits is not None else exp.load_data(cfg, program.cell)
+        splits = data.get(program.cell)
         deadline.label, deadline.cap = f"{entry.id} {program.name}", int(cfg.epochs)
+        timer = _Timer(deadline)
         try:
             result = sweep.train_program(exp, cfg, program, splits,
-                                         on_epoch_end=deadline.on_epoch_end)
+                                         on_epoch_end=timer.on_epoch_end)
         except TrainingInterrupted:
             stopped = ("interrupted" if deadline.interrupted else "budget spent") + (
                 " (stopped after a checkpoint)")
             break
+        finally:
+            if timer.seconds:
+                timed.append(timer.entry(program_shape(exp, cfg, program, splits)))
         results.add(sweep.program_record(exp, cfg, program, result, splits))
     done = sum(results.done(sweep.done_key(cfg, p)) for p in programs)
     finished = done == len(programs) and not skipped
@@ -168,4 +205,5 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     return CellOutcome(finished=finished, programs=len(programs), programs_done=done,
                        epochs=deadline.epochs - epochs_before,
                        seconds=time.monotonic() - started,
-                       cells=summaries, stopped=stopped or ("; ".join(skipped)))
+                       cells=summaries, stopped=stopped or ("; ".join(skipped)),
+                       timed=timed)
