@@ -43,6 +43,7 @@ class Options:
     device_kind: str = "cpu-2core"
     budget_minutes: float = 60.0
     cells: Sequence[str] = ()  # fnmatch patterns on cell ids; empty: all
+    ordered: bool = False  # cells in the order of their patterns (`select`)
     fit: bool = False
     max_cell_minutes: float | None = None  # skip cells whose remaining cost is larger
     bundle_out: Path | None = None
@@ -82,11 +83,22 @@ def _under_way(entry: Entry, opts: Options) -> bool:
         (opts.work / entry.slug).rglob("run.json"))
 
 
-def select(entries: Sequence[Entry], opts: Options, done: set[str]) -> list[Entry]:
-    """Runnable, not done, matching `cells`; cells under way first, then the plan order."""
+def select(entries: Sequence[Entry], opts: Options, done: set[str],
+           state: dict[str, Any] | None = None) -> list[Entry]:
+    """Runnable, not done, matching `cells`; cells under way first, then the plan order.
+    With `ordered` (a GPU slice's order of value): by the first pattern of `cells` each
+    matches, then under way first, then the least remaining cost on this device kind."""
     chosen = [e for e in entries if e.runnable and e.id not in done and (
         not opts.cells or any(fnmatch.fnmatch(e.id, p) for p in opts.cells))]
-    return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    if not (opts.ordered and opts.cells):
+        return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    state = state if state is not None else {"cells": {}}
+
+    def value(e: Entry) -> tuple:
+        pattern = next(i for i, p in enumerate(opts.cells) if fnmatch.fnmatch(e.id, p))
+        return pattern, not _under_way(e, opts), remaining_minutes(e, opts, state)
+
+    return sorted(chosen, key=value)
 
 
 def _fraction(outcome: CellOutcome, work: Path, cap: int) -> float:
@@ -191,7 +203,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
-        for entry in select(entries, opts, done):
+        for entry in select(entries, opts, done, state):
             # No cell starts that could not start a program (every later one would only
             # report "no time for another program").
             first = opts.overrides.get("first_epoch_seconds", FIRST_EPOCH_SECONDS)

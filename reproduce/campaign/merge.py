@@ -101,7 +101,15 @@ def _collected_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def _unpacked(source: Path, tmp: Path) -> Path:
-    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`)."""
+    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`; a tar the
+    slice cut into `<name>.part00`, `.part01`, ... is joined first)."""
+    parts = sorted(source.parent.glob(source.name + ".part*")) if not source.exists() else []
+    if parts:
+        joined = tmp / "joined.tar"
+        with joined.open("wb") as out:
+            for part in parts:
+                out.write(part.read_bytes())
+        source = joined
     if source.is_file():
         try:
             with tarfile.open(source) as tar:
