@@ -51,3 +51,18 @@ def test_a_slice_records_its_programs_merge_takes_them_and_the_plan_uses_them(tm
     assert planned.basis.startswith("h200 measured (1 program(s), reproductions/campaign/"
                                     "costs.json")
     assert planned.basis.endswith("otherwise modelled (defaults.py)")
+
+
+def test_memory_figures_are_kept_and_merged_once(tmp_path: Path):
+    from reproduce.campaign.runner import packing_cache
+
+    slice_file = tmp_path / "slice" / "campaign" / costs.PACKING_FILE
+    with packing_cache(slice_file) as cache:
+        cache["abc@64GiB"] = 18
+    with packing_cache(slice_file) as cache:  # read back, nothing new: not rewritten
+        assert cache == {"abc@64GiB": 18}
+    assert costs.merge_packing(tmp_path / "slice", tmp_path / "here") == [
+        "packing: 1 program size(s) taken into reproductions/campaign/packing.json"]
+    assert costs.merge_packing(tmp_path / "slice", tmp_path / "here") == []
+    assert json.loads((tmp_path / "here" / "campaign" / costs.PACKING_FILE).read_text()) == {
+        "abc@64GiB": 18}

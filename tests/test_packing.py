@@ -31,10 +31,10 @@ def test_cut_makes_the_fewest_parts_of_near_equal_size_in_grid_order():
 
 
 def test_runs_that_fit_solves_the_linear_estimate():
-    # fixed 10 GiB, 3 GiB per run, 64 GiB: 18 runs (10 + 18 x 3 = 64)
+    # 10 GiB shared, 3 GiB per run, 64 GiB: 18 runs (10 + 18 x 3 = 64)
     gib = packing.GIB
-    assert packing.runs_that_fit(lambda r: 10 * gib + 3 * gib * r, 64 * gib) == 18
-    assert packing.runs_that_fit(lambda r: 10 * gib + 3 * gib * r, 12 * gib) == 0
+    assert packing.runs_that_fit(3 * gib, 10 * gib, 64 * gib) == 18
+    assert packing.runs_that_fit(3 * gib, 10 * gib, 12 * gib) == 0
 
 
 def test_the_lrgb_paper_grid_is_one_program_per_static_point_or_cut_to_fit():
@@ -95,8 +95,10 @@ def test_a_cut_program_trains_each_run_as_the_whole_program(tmp_path: Path):
 
 
 def test_memory_cut_follows_the_step_estimate(tmp_path: Path):
-    """`program_memory_gib` cuts where the memory check's estimate says: a budget of
-    2.5 runs' step holds 2 runs (one point of 2 seeds), one of 100 runs leaves it whole."""
+    """`program_memory_gib` cuts where the memory check's estimate says (one run's, and
+    linear in the runs: two runs' estimate is one run's plus its per-run part): a budget
+    of 2.5 runs' step holds 2 runs (one point of 2 seeds), one of 100 runs leaves it
+    whole; a cache keeps the figure (a campaign's, across machines)."""
     grid = {"learning_rate": (1e-3, 3e-3, 1e-2), "epsilon": (0.1,), "gamma": (0.1,),
             "beta": (1.0,), "adjacency": ("sym",)}
     cfg = T.EXPERIMENT.default_config(sizes=(8, 4, 4), grid=grid, seeds=(0, 1), epochs=1,
@@ -106,13 +108,47 @@ def test_memory_cut_follows_the_step_estimate(tmp_path: Path):
     splits = T.EXPERIMENT.load_data(cfg, RING)
     model_fn = T.EXPERIMENT.model_fn(cfg, RING, program.static)
     tcfg = sweep.train_config(T.EXPERIMENT, cfg, program, None)
-    one, two = (step_memory(model_fn, splits, dataclasses.replace(tcfg, seeds=seeds),
-                            program.grid[:1]) for seeds in ((0,), (0, 1)))
-    assert two > one > 0
-    per_run = two - one
+    (one, shared), (two, shared2) = (
+        step_memory(model_fn, splits, dataclasses.replace(tcfg, seeds=seeds), program.grid[:1])
+        for seeds in ((0,), (0, 1)))
+    per_run = one - shared
+    assert shared == shared2 > 0 and per_run > 0 and two == shared + 2 * per_run
     for budget_runs, parts in ((2.5, 3), (100, 1)):
-        gib = (one + (budget_runs - 1) * per_run) / packing.GIB
-        limited = dataclasses.replace(cfg, program_memory_gib=gib)
-        packed = T.EXPERIMENT.packed_plan(limited, [RING], lambda cell: splits)
+        limited = dataclasses.replace(
+            cfg, program_memory_gib=(shared + budget_runs * per_run) / packing.GIB)
+        cache: dict = {}
+        packed = T.EXPERIMENT.packed_plan(limited, [RING], lambda cell: splits, cache=cache)
         assert len(packed) == parts
+        assert list(cache.values()) == [int(budget_runs)]
+        assert T.EXPERIMENT.packed_plan(limited, [RING], None, cache=cache) == packed
         assert T.EXPERIMENT.plan(limited, [RING]) == [program]  # plan alone: no data, no cut
+
+
+def test_tolokers_splits_together_train_and_score_as_each_split_alone(tmp_path: Path):
+    """The official splits of one configuration as one vmapped program (one graph, a
+    mask column per split, each run's `split` picking its own): every run's losses,
+    validation and test ROC AUC are its split's program's; the summary pools the splits
+    as before (never picks among them)."""
+    from swan_jax.experiments import node_classification as nce
+    from tests.test_node_classification_experiment import flags, write_tolokers
+
+    data = write_tolokers(tmp_path / "data", n=40, splits=10)
+    base = [*flags(tmp_path, data), "--models", "swan", "--splits", "2,5", "--epochs", "3",
+            "--patience", "none"]
+    apart = nce.parse_config(base)
+    together = nce.parse_config([*base, "--splits-together"])
+    [program] = nce.EXPERIMENT.plan(together)
+    assert program.cell["split"] == nce.TOGETHER
+    assert [p["split"] for p in program.grid] == [2, 5]  # official indices, vmapped
+    both = sweep.train_program(nce.EXPERIMENT, together, program)
+    for run, single in enumerate(nce.EXPERIMENT.plan(apart)):
+        alone = sweep.train_program(nce.EXPERIMENT, apart, single)
+        np.testing.assert_allclose([h["train_loss"][run] for h in both.history],
+                                   [h["train_loss"][0] for h in alone.history], rtol=1e-5)
+        for key in ("val_at_best", "test"):
+            assert both.runs[run][key] == pytest.approx(alone.runs[0][key], rel=1e-5)
+    assert both.runs[0]["test"] != both.runs[1]["test"]  # two splits' own rows
+    record = sweep.program_record(nce.EXPERIMENT, together, program, both)
+    [cell] = sweep.summarise_cells(nce.EXPERIMENT, together, [record])
+    assert "split" not in cell["best_hparams"] and cell["grid_points"] == 1
+    assert sorted(r["split"] for r in cell["per_seed"]) == [2, 5]

@@ -27,6 +27,7 @@ from typing import Any
 from swan_jax.io import write_text_atomic
 
 COSTS_FILE = "costs.json"
+PACKING_FILE = "packing.json"  # runs per program that fit, by program and memory budget
 GPU_KINDS = ("h100", "h200")
 
 
@@ -61,6 +62,22 @@ def merge_costs(theirs: Path, ours: Path) -> list[str]:
                       json.dumps({"programs": mine + new}, indent=1) + "\n")
     return [f"costs: {len(new)} measured program(s) taken into reproductions/campaign/"
             f"{COSTS_FILE}"]
+
+
+def merge_packing(theirs: Path, ours: Path) -> list[str]:
+    """The memory figures of `theirs/campaign/packing.json` (`runner.packing_cache`) this
+    tree lacks, added to its own (they are deterministic: shapes only)."""
+    path = ours / "campaign" / PACKING_FILE
+    other = theirs / "campaign" / PACKING_FILE
+    mine = json.loads(path.read_text()) if path.exists() else {}
+    new = {k: v for k, v in (json.loads(other.read_text()) if other.exists() else {}).items()
+           if k not in mine}
+    if not new:
+        return []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps({**mine, **new}, indent=1, sort_keys=True) + "\n")
+    return [f"packing: {len(new)} program size(s) taken into reproductions/campaign/"
+            f"{PACKING_FILE}"]
 
 
 def _collected(root: Path, kind: str) -> dict[tuple[str, int], dict[str, float]]:

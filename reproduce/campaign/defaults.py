@@ -153,6 +153,10 @@ LRGB_LEARN = 1.3  # SWAN-learn's step over SWAN's (benchmark 1)
 # ordering of converging curves, not of how fast the first epochs move.
 LRGB_SCREEN_EPOCHS = 30
 LRGB_PROGRAM_GIB = 64.0  # a screen's programs fit an H100 (80 GB, JAX's 90%: 72 GiB)
+# ... and hold at most 16 runs: the longest (32 layers, 128 wide) is then about 10 modelled
+# H200 minutes at the screen's epochs, one GPU window, and an unfinished one's bundle
+# (parameters, two Adam moments, best parameters of 16 runs: about 25 MB) is rare.
+LRGB_SCREEN_RUNS = 16
 LRGB_FULL = {"learning_rate": [1e-3, 5e-4], "weight_decay": [0.0, 1e-4],
              "num_layers": [5, 8, 16, 32], "hidden": [64, 128], "epsilon": [1.0, 0.01],
              "gamma": [1.0, 0.1], "beta": [1.0, 0.1], "adjacency": ["adj", "sym"]}
@@ -193,8 +197,9 @@ def _lrgb_entries() -> list[Entry]:
               "pipeline (BENCHMARKS.md, 2026-11-26 anatomy; 2.07 s before it), about 2x for "
               "3 seeds vmapped, 10 s of compiles; the packaged point, 3 seeds x 300 epochs")
         for variant, factor in (("swan", 1.0), ("swan-learn", 1.3))]
-    static = [(32, n, h) for n in LRGB_FULL["num_layers"] for h in LRGB_FULL["hidden"]
-              for _ in LRGB_FULL["adjacency"]]  # 16 programs of 32 points x 1 seed
+    static = [(LRGB_SCREEN_RUNS, n, h) for n in LRGB_FULL["num_layers"]
+              for h in LRGB_FULL["hidden"] for _ in LRGB_FULL["adjacency"]
+              for _ in range(32 // LRGB_SCREEN_RUNS)]  # 32 programs of 16 points x 1 seed
     for variant in ("swan", "swan-learn"):
         out.append(Entry(
             id=f"lrgb-screen/peptides-func/{variant}", experiment="lrgb",
@@ -205,9 +210,11 @@ def _lrgb_entries() -> list[Entry]:
                                  f"{LRGB_SCREEN_EPOCHS} epochs (its best point on "
                                  f"validation is then run at 3 seeds x 300 epochs)",
                     "grid": LRGB_FULL, "seeds": [0], "epochs": LRGB_SCREEN_EPOCHS,
+                    "runs_per_program": LRGB_SCREEN_RUNS,
                     "program_memory_gib": LRGB_PROGRAM_GIB},
             cost_minutes=_lrgb_cost(static, variant, LRGB_SCREEN_EPOCHS),
-            basis=f"modelled: 16 programs (layers x width x A_hat) of 32 points x 1 seed, "
+            basis=f"modelled: 32 programs (layers x width x A_hat, each cut in 2) of "
+                  f"{LRGB_SCREEN_RUNS} points x 1 seed, "
                   f"{LRGB_SCREEN_EPOCHS} epochs; per epoch {LRGB_FIXED_SECONDS:.2f} s + "
                   f"{LRGB_RUN_SECONDS:.2f} s per run x layers / 5 x width / 128 (fitted to "
                   f"the H200's 1-run 0.42 s and 3-run 0.80 s epochs at 5 layers, 128 wide; "
@@ -253,15 +260,17 @@ def _other_entries() -> list[Entry]:
             table="Table 'additional_runtimes'", priority=800, status="runnable",
             config={"dataset": "tolokers", "models": [model], "epochs": 1000,
                     "patience": "none", "grid": {"learning_rate": [3e-5], "weight_decay": [0.0],
-                                               "hidden": [512], "num_layers": [5]}},
+                                               "hidden": [512], "num_layers": [5]},
+                    "splits_together": True, "program_memory_gib": 64.0},
             cost_minutes=tolokers_cost(model),
-            basis="modelled: 10 splits x 1000 full-batch epochs at width 512, 5 layers, one "
-                  "program per split; h200 per epoch: the device pipeline's width-16 figures "
+            basis="modelled: 10 splits x 1000 full-batch epochs at width 512, 5 layers, the "
+                  "splits vmapped in one program (SWAN-learn: two, cut to 64 GiB); h200 per "
+                  "split-epoch: the device pipeline's width-16 figures "
                   "(BENCHMARKS.md: 5.6 ms training, 6.9 ms for one inference, latency-bound) "
                   "plus the edge traffic's bandwidth time at width 512 (1.04M edges x 512 x "
                   "4 B per gather, about 10 gathers per layer for training and 3 for "
-                  "inference, at 4.8 TB/s), x1.3 SWAN-learn, x0.7 GCN; 15 s compiles per "
-                  "program",
+                  "inference, at 4.8 TB/s), x1.3 SWAN-learn, x0.7 GCN (the runs of a program "
+                  "add their traffic: bandwidth-bound); 15 s compiles per program",
             note="the heterophily benchmark's protocol (width 512, 5 layers, lr 3e-5, 1000 "
                  "steps, per its README as recorded in configs/node_classification.toml); "
                  "the width-16 CPU run stays as the reduced variant"))
@@ -269,6 +278,10 @@ def _other_entries() -> list[Entry]:
 
 
 TOLOKERS_EDGES, TOLOKERS_WIDTH, TOLOKERS_LAYERS = 1_040_000, 512, 5
+# Programs of the 10 splits together, cut to 64 GiB by the step's estimate (measured on
+# the CPU, width 512, 5 layers: GCN 0.42 GiB + 0.37 per run, SWAN 0.45 + 0.40, SWAN-learn
+# 7.2 + 7.15: 8 runs fit, so two programs of 5 splits)
+TOLOKERS_PROGRAMS = {"swan-learn": 2}
 
 
 def tolokers_cost(model: str) -> dict[str, float]:
@@ -276,7 +289,8 @@ def tolokers_cost(model: str) -> dict[str, float]:
     gather_ms = TOLOKERS_EDGES * TOLOKERS_WIDTH * 4 / 4.8e12 * 1e3  # one gather at 4.8 TB/s
     epoch_ms = 5.6 + 6.9 + gather_ms * TOLOKERS_LAYERS * (10 + 3)
     factor = {"swan-learn": 1.3, "gcn": 0.7}.get(model, 1.0)
-    h200 = (10 * 1000 * epoch_ms * factor / 1e3 + 10 * 15) / 60
+    programs = TOLOKERS_PROGRAMS.get(model, 1)
+    h200 = (10 * 1000 * epoch_ms * factor / 1e3 + programs * 15) / 60
     return {"cpu-2core": round(10 * 1000 * 40 * factor / 60), "h100": round(h200 * 1.2, 1),
             "h200": round(h200, 1)}
 

@@ -250,7 +250,8 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     print(f"campaign: {entry.id} on {opts.device_kind} ({deadline.left() / 60:.1f} min "
           f"left; full cost {entry.cost(opts.device_kind):g} min)", flush=True)
     try:
-        outcome = run_cell(entry, work, deadline, **opts.overrides)
+        outcome = run_cell(entry, work, deadline, **opts.overrides,
+                           packing_file=opts.folder / costs.PACKING_FILE)
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")

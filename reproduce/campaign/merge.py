@@ -36,7 +36,7 @@ from typing import Any
 
 from reproduce.campaign import gather
 from reproduce.campaign.bundle import BundleError, copy_bundle, remove_bundle
-from reproduce.campaign.costs import merge_costs
+from reproduce.campaign.costs import merge_costs, merge_packing
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import cell_config
 from swan_jax.io import write_text_atomic
@@ -67,6 +67,7 @@ def merge_campaign(source: str | Path, opts) -> list[str]:
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(ours, indent=1) + "\n")
         lines += _take_measurements(root, opts.reproductions)
         lines += merge_costs(root, opts.reproductions)
+        lines += merge_packing(root, opts.reproductions)
     return lines or [f"{source}: nothing newer than this tree"]
 
 

@@ -13,6 +13,7 @@ run resumes bit-identically).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import time
@@ -146,6 +147,22 @@ def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
             "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None)))}
 
 
+@contextlib.contextmanager
+def packing_cache(path: Path | None):
+    """A dict of `packing.memory_limit`'s figures read from `path` and written back if
+    it grew (None: a dict kept by no one)."""
+    import json
+
+    from swan_jax.io import write_text_atomic
+
+    known = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    cache = dict(known)
+    yield cache
+    if path is not None and cache != known:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
+
+
 class _Timer:
     """The seconds of each epoch a call trains of one program (`Deadline.on_epoch_end`'s
     records), as a `costs` entry."""
@@ -166,8 +183,10 @@ class _Timer:
 
 def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
              first_epoch_seconds: float = FIRST_EPOCH_SECONDS,
-             **overrides: Any) -> CellOutcome:
-    """Train the cell's programs not yet done, in order, until done or out of time."""
+             packing_file: Path | None = None, **overrides: Any) -> CellOutcome:
+    """Train the cell's programs not yet done, in order, until done or out of time.
+    `packing_file`: the JSON kept of the memory figures that cut programs
+    (`costs.packing_cache`), so that a cell resumed elsewhere does not trace them again."""
     from swan_jax.experiments import sweep
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.train import TrainingInterrupted
@@ -178,7 +197,8 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     results = ResultsFile(work / "results.json", resume=True)
     cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
     data = sweep._DataCache(exp, cfg)
-    programs = exp.packed_plan(cfg, cells, data.get)
+    with packing_cache(packing_file) as cache:
+        programs = exp.packed_plan(cfg, cells, data.get, cache=cache)
     todo = [p for p in programs if not results.done(sweep.done_key(cfg, p))]
     splits, stopped, timed = None, "", []
     for program in todo:

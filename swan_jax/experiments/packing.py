@@ -8,11 +8,11 @@ the device's memory. Two settings cut a static point's grid into parts:
 * `runs_per_program = R`: parts of at most R runs;
 * `program_memory_gib = M`: parts whose step fits in M GiB by the memory check's
   estimate (`swan_jax.train.step_memory`, shapes only: nothing is compiled). The step's
-  bytes are linear in the runs, `b(r) = fixed + r * per_run`: two estimates (one run,
-  two runs of the first point) give both, and a part holds
-  `floor((M - fixed) / per_run)` runs. The figure is the same on every machine, so a cell
-  resumed on another device (an H100 after an H200, the CPU after a GPU) cuts its grid
-  the same way and finds its checkpoints; give the smaller device's memory.
+  bytes are `shared + r * per_run` for r runs (the batch is shared): one run's estimate
+  gives both, and a part holds `floor((M - shared) / per_run)` runs. The figure is the
+  same on every machine, so a cell resumed on another device (an H100 after an H200,
+  the CPU after a GPU) cuts its grid the same way and finds its checkpoints; give the
+  smaller device's memory.
 
 Both together: the smaller. A part keeps every seed of its grid points together (a point
 is never split over programs), so at least one point per part. The parts of a static
@@ -33,7 +33,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from swan_jax.experiments.config import SweepConfig
@@ -84,29 +84,31 @@ def split_program(program, parts: Sequence[Sequence[Mapping[str, Any]]]) -> list
     return out
 
 
-def runs_that_fit(step_bytes: Callable[[int], int], budget_bytes: float) -> int:
-    """Runs whose step fits `budget_bytes`, from the estimate of 1 and 2 runs (linear)."""
-    one, two = step_bytes(1), step_bytes(2)
-    per_run = max(two - one, 1)
-    return max(0, math.floor((budget_bytes - (one - per_run)) / per_run))
+def runs_that_fit(per_run: int, shared: int, budget_bytes: float) -> int:
+    """Runs whose step (`shared + runs * per_run` bytes) fits `budget_bytes`."""
+    return max(0, math.floor((budget_bytes - shared) / max(per_run, 1)))
 
 
 def memory_limit(exp, cfg: SweepConfig, splits_of: Callable[[dict], Mapping],
-                 train_config: Callable[[Any], TrainConfig]) -> Callable[[Any], int]:
-    """`program -> runs` whose step fits `cfg.program_memory_gib` (`runs_that_fit`, the
-    estimate of the program's model on its cell's data with its first grid point);
-    `train_config(program)`: the program's training settings (`sweep.train_config`)."""
+                 train_config: Callable[[Any], TrainConfig],
+                 cache: MutableMapping[str, int] | None = None) -> Callable[[Any], int]:
+    """`program -> runs` whose step fits `cfg.program_memory_gib` (`runs_that_fit`: one
+    run's estimate of the program's model on its cell's data, first grid point);
+    `train_config(program)`: its training settings (`sweep.train_config`). `cache`:
+    figures by program identity and budget, kept by the caller (a campaign keeps them
+    across machines: tracing a deep model for its estimate takes seconds)."""
     def limit(program) -> int:
+        key = f"{program.ident}@{cfg.program_memory_gib:g}GiB"
+        if cache is not None and key in cache:
+            return int(cache[key])
         model_fn = exp.model_fn(cfg, program.cell, program.static)
         base = train_config(program)
-        seed = base.seeds[0] if base.seeds else 0
-
-        def estimate(runs: int) -> int:
-            tcfg = dataclasses.replace(base, seeds=tuple(range(seed, seed + runs)),
-                                       checkpoint_dir=None)
-            return step_memory(model_fn, splits_of(program.cell), tcfg, program.grid[:1])
-
-        return runs_that_fit(estimate, cfg.program_memory_gib * GIB)
+        one = dataclasses.replace(base, seeds=base.seeds[:1], checkpoint_dir=None)
+        total, shared = step_memory(model_fn, splits_of(program.cell), one, program.grid[:1])
+        fits = runs_that_fit(total - shared, shared, cfg.program_memory_gib * GIB)
+        if cache is not None:
+            cache[key] = fits
+        return fits
 
     return limit
 

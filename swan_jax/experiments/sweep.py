@@ -174,14 +174,16 @@ class Experiment:
         programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
         return packing.pack(programs, cfg)  # `runs_per_program` (memory: `packed_plan`)
 
-    def packed_plan(self, cfg: SweepConfig, cells: Sequence[Cell], splits_of) -> list[Program]:
+    def packed_plan(self, cfg: SweepConfig, cells: Sequence[Cell], splits_of, *,
+                    cache=None) -> list[Program]:
         """`plan`, with each static point cut to the runs whose step fits
-        `cfg.program_memory_gib` (`packing`: needs the cells' data, `splits_of(cell)`)."""
+        `cfg.program_memory_gib` (`packing`: needs the cells' data, `splits_of(cell)`;
+        `cache`: a dict the caller keeps of the figures, `packing.memory_limit`)."""
         programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
         if cfg.program_memory_gib is None:
             return packing.pack(programs, cfg)
         limit = packing.memory_limit(self, cfg, splits_of,
-                                     lambda p: train_config(self, cfg, p, None))
+                                     lambda p: train_config(self, cfg, p, None), cache)
         return packing.pack(programs, cfg, limit)
 
 
@@ -479,8 +481,7 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
     out = []
     for key, recs in groups.items():
         cell = json.loads(key)
-        runs = [{**run, **{a: rec[a] for a in exp.pooled_axes}} for rec in recs
-                for run in rec["runs"]]
+        runs = [_pooled_run(run, rec, exp.pooled_axes) for rec in recs for run in rec["runs"]]
         summary = summarise_runs(runs, metric_mode(recs[0]["metric"]))
         best = summary["best"]
         chosen = [r for r in runs if r["hparams"] == best["hparams"]]
@@ -504,6 +505,16 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             "grid_points": len(summary["points"]), "programs": len(recs),
             "paper": _list_or_none(exp.paper(cell))})
     return out
+
+
+def _pooled_run(run: Mapping[str, Any], rec: Mapping[str, Any], pooled: Sequence[str]
+                ) -> dict[str, Any]:
+    """A run with its pooled axes (e.g. the split) beside its hyper-parameters: from its
+    program's cell, or from its own grid point where they were vmapped (a cell of several
+    splits), so that the best point pools them instead of choosing among them."""
+    hparams = run["hparams"]
+    return {**run, "hparams": {k: v for k, v in hparams.items() if k not in pooled},
+            **{a: hparams.get(a, rec.get(a)) for a in pooled}}
 
 
 def _list_or_none(value):
