@@ -152,3 +152,18 @@ def test_tolokers_splits_together_train_and_score_as_each_split_alone(tmp_path: 
     [cell] = sweep.summarise_cells(nce.EXPERIMENT, together, [record])
     assert "split" not in cell["best_hparams"] and cell["grid_points"] == 1
     assert sorted(r["split"] for r in cell["per_seed"]) == [2, 5]
+
+
+def test_a_memory_cut_program_with_checkpoints_needs_resume(tmp_path: Path):
+    grid = {"learning_rate": (1e-3, 3e-3), "epsilon": (0.1,), "gamma": (0.1,),
+            "beta": (1.0,), "adjacency": ("sym",)}
+    cfg = T.EXPERIMENT.default_config(
+        sizes=(8, 4, 4), grid=grid, seeds=(0,), epochs=1, progress=False,
+        topologies=("ring",), distances=(3,), models=("swan",),
+        cache_dir=tmp_path / "cache", results_dir=tmp_path / "res", program_memory_gib=1e-5)
+    splits = T.EXPERIMENT.load_data(cfg, RING)
+    parts = T.EXPERIMENT.packed_plan(cfg, [RING], lambda cell: splits)
+    assert len(parts) == 2  # nothing fits 10 kB: one point per program
+    (parts[1].folder / "1").mkdir(parents=True)  # a checkpoint of the second part
+    with pytest.raises(sweep.SweepRefused, match="part=2-of-2.*--resume"):
+        sweep.run_sweep(T.EXPERIMENT, cfg)

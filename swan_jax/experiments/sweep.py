@@ -559,6 +559,8 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     cells, skipped = available_cells(exp, cfg, cells)
     data = _DataCache(exp, cfg)
     programs = exp.packed_plan(cfg, cells, data.get)
+    if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)
+        check_folders(cfg, programs, results)
     todo = [p for p in programs if not results.done(done_key(cfg, p))]
     for program in programs:
         if program not in todo:
