@@ -220,8 +220,9 @@ def _lrgb_entries() -> list[Entry]:
                   f"the H200's 1-run 0.42 s and 3-run 0.80 s epochs at 5 layers, 128 wide; "
                   f"more runs per program may cost less per run: not measured yet)",
             note="the paper's grid (Appendix E, 512 points) does not fit the GPU time at 3 "
-                 "seeds x 300 epochs per point (about 150x this screen); epochs from the "
-                 "committed learning curve (defaults.py, LRGB_SCREEN_EPOCHS)"))
+                 "seeds x 300 epochs per point (30x this screen's run-epochs: about 60 H200 "
+                 "hours by the same model); epochs from the committed learning curve "
+                 "(defaults.py, LRGB_SCREEN_EPOCHS)"))
         out.append(Entry(
             id=f"lrgb-grid/peptides-func/{variant}", experiment="lrgb",
             table="Table 2 (tab:lrgb_results)", priority=320,

@@ -139,7 +139,10 @@ def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
     from swan_jax.experiments.sweep import data_sizes
 
     axes = {**dict(cfg.grid), **program.static}
-    one = lambda v: v[0] if isinstance(v, tuple | list) and len(v) == 1 else v  # noqa: E731
+
+    def one(value):  # a one-value grid axis as its value
+        return value[0] if isinstance(value, tuple | list) and len(value) == 1 else value
+
     return {"program": program.name, "experiment": exp.name,
             "runs": len(program.grid) * len(cfg.seeds),
             "nodes": data_sizes(splits)["train"]["nodes"],
@@ -186,7 +189,7 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
              packing_file: Path | None = None, **overrides: Any) -> CellOutcome:
     """Train the cell's programs not yet done, in order, until done or out of time.
     `packing_file`: the JSON kept of the memory figures that cut programs
-    (`costs.packing_cache`), so that a cell resumed elsewhere does not trace them again."""
+    (`packing_cache`), so that a cell resumed elsewhere does not trace them again."""
     from swan_jax.experiments import sweep
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.train import TrainingInterrupted
