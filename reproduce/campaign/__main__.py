@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="append", default=[],
                    help="only cells whose id matches this pattern (repeatable), e.g. "
                         "'transfer/*/3/*'")
+    p.add_argument("--ordered", action="store_true",
+                   help="take the cells in the order of the --cells patterns (the first "
+                        "each matches), then under way first, then the cheapest remaining "
+                        "on this device kind (a GPU slice's order of value)")
     p.add_argument("--fit", action="store_true",
                    help="start only cells whose remaining cost fits the time left")
     p.add_argument("--max-cell-minutes", type=float, default=None,
@@ -115,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         budget = args.budget_minutes or (CPU_BUDGET if kind.startswith("cpu") else GPU_BUDGET)
         opts = loop.Options(plan=args.plan, reproductions=args.reproductions, work=args.work,
                             device_kind=kind, budget_minutes=budget, cells=args.cells,
+                            ordered=args.ordered,
                             fit=args.fit, max_cell_minutes=args.max_cell_minutes,
                             bundle_out=args.bundle_out,
                             bundle_in=args.bundle_in,

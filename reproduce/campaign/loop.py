@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import bundle, gather
+from reproduce.campaign import bundle, costs, gather
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
@@ -43,6 +43,7 @@ class Options:
     device_kind: str = "cpu-2core"
     budget_minutes: float = 60.0
     cells: Sequence[str] = ()  # fnmatch patterns on cell ids; empty: all
+    ordered: bool = False  # cells in the order of their patterns (`select`)
     fit: bool = False
     max_cell_minutes: float | None = None  # skip cells whose remaining cost is larger
     bundle_out: Path | None = None
@@ -82,11 +83,22 @@ def _under_way(entry: Entry, opts: Options) -> bool:
         (opts.work / entry.slug).rglob("run.json"))
 
 
-def select(entries: Sequence[Entry], opts: Options, done: set[str]) -> list[Entry]:
-    """Runnable, not done, matching `cells`; cells under way first, then the plan order."""
+def select(entries: Sequence[Entry], opts: Options, done: set[str],
+           state: dict[str, Any] | None = None) -> list[Entry]:
+    """Runnable, not done, matching `cells`; cells under way first, then the plan order.
+    With `ordered` (a GPU slice's order of value): by the first pattern of `cells` each
+    matches, then under way first, then the least remaining cost on this device kind."""
     chosen = [e for e in entries if e.runnable and e.id not in done and (
         not opts.cells or any(fnmatch.fnmatch(e.id, p) for p in opts.cells))]
-    return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    if not (opts.ordered and opts.cells):
+        return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    state = state if state is not None else {"cells": {}}
+
+    def value(e: Entry) -> tuple:
+        pattern = next(i for i, p in enumerate(opts.cells) if fnmatch.fnmatch(e.id, p))
+        return pattern, not _under_way(e, opts), remaining_minutes(e, opts, state)
+
+    return sorted(chosen, key=value)
 
 
 def _fraction(outcome: CellOutcome, work: Path, cap: int) -> float:
@@ -191,7 +203,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
-        for entry in select(entries, opts, done):
+        for entry in select(entries, opts, done, state):
             # No cell starts that could not start a program (every later one would only
             # report "no time for another program").
             first = opts.overrides.get("first_epoch_seconds", FIRST_EPOCH_SECONDS)
@@ -238,7 +250,8 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     print(f"campaign: {entry.id} on {opts.device_kind} ({deadline.left() / 60:.1f} min "
           f"left; full cost {entry.cost(opts.device_kind):g} min)", flush=True)
     try:
-        outcome = run_cell(entry, work, deadline, **opts.overrides)
+        outcome = run_cell(entry, work, deadline, **opts.overrides,
+                           packing_file=opts.folder / costs.PACKING_FILE)
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
@@ -249,6 +262,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         return [line]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
+    costs.record(opts.folder, opts.device_kind, entry.id, outcome.timed)
     lines = [f"{entry.id}: {'finished' if outcome.finished else 'unfinished'} "
              f"({outcome.programs_done} of {outcome.programs} program(s), {outcome.epochs} "
              f"epoch(s) in {outcome.seconds / 60:.1f} min" + (f"; {outcome.stopped}" if

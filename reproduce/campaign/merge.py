@@ -36,6 +36,7 @@ from typing import Any
 
 from reproduce.campaign import gather
 from reproduce.campaign.bundle import BundleError, copy_bundle, remove_bundle
+from reproduce.campaign.costs import merge_costs, merge_packing
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import cell_config
 from swan_jax.io import write_text_atomic
@@ -65,6 +66,8 @@ def merge_campaign(source: str | Path, opts) -> list[str]:
             lines += [line] if line else []
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(ours, indent=1) + "\n")
         lines += _take_measurements(root, opts.reproductions)
+        lines += merge_costs(root, opts.reproductions)
+        lines += merge_packing(root, opts.reproductions)
     return lines or [f"{source}: nothing newer than this tree"]
 
 
@@ -99,7 +102,15 @@ def _collected_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def _unpacked(source: Path, tmp: Path) -> Path:
-    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`)."""
+    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`; a tar the
+    slice cut into `<name>.part00`, `.part01`, ... is joined first)."""
+    parts = sorted(source.parent.glob(source.name + ".part*")) if not source.exists() else []
+    if parts:
+        joined = tmp / "joined.tar"
+        with joined.open("wb") as out:
+            for part in parts:
+                out.write(part.read_bytes())
+        source = joined
     if source.is_file():
         try:
             with tarfile.open(source) as tar:

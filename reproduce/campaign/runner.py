@@ -13,6 +13,7 @@ run resumes bit-identically).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import time
@@ -130,12 +131,65 @@ class CellOutcome:
     seconds: float
     cells: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stopped: str = ""
+    timed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # `costs`
+
+
+def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
+    """What a program's cost depends on: experiment, runs, training nodes, layers, width."""
+    from swan_jax.experiments.sweep import data_sizes
+
+    axes = {**dict(cfg.grid), **program.static}
+
+    def one(value):  # a one-value grid axis as its value
+        return value[0] if isinstance(value, tuple | list) and len(value) == 1 else value
+
+    return {"program": program.name, "experiment": exp.name,
+            "runs": len(program.grid) * len(cfg.seeds),
+            "nodes": data_sizes(splits)["train"]["nodes"],
+            "layers": one(axes.get("num_layers", getattr(cfg, "num_layers", None))),
+            "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None)))}
+
+
+@contextlib.contextmanager
+def packing_cache(path: Path | None):
+    """A dict of `packing.memory_limit`'s figures read from `path` and written back if
+    it grew (None: a dict kept by no one)."""
+    import json
+
+    from swan_jax.io import write_text_atomic
+
+    known = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    cache = dict(known)
+    yield cache
+    if path is not None and cache != known:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
+
+
+class _Timer:
+    """The seconds of each epoch a call trains of one program (`Deadline.on_epoch_end`'s
+    records), as a `costs` entry."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline, self.seconds = deadline, []
+
+    def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
+        self.seconds.append(float(record.get("seconds", 0.0)))
+        self.deadline.on_epoch_end(epoch, record)
+
+    def entry(self, shape: Mapping[str, Any]) -> dict[str, Any]:
+        steady = sorted(self.seconds[1:])
+        return {**shape, "epochs": len(self.seconds),
+                "first_epoch_seconds": round(self.seconds[0], 3) if self.seconds else None,
+                "seconds_per_epoch": round(steady[len(steady) // 2], 4) if steady else None}
 
 
 def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
              first_epoch_seconds: float = FIRST_EPOCH_SECONDS,
-             **overrides: Any) -> CellOutcome:
-    """Train the cell's programs not yet done, in order, until done or out of time."""
+             packing_file: Path | None = None, **overrides: Any) -> CellOutcome:
+    """Train the cell's programs not yet done, in order, until done or out of time.
+    `packing_file`: the JSON kept of the memory figures that cut programs
+    (`packing_cache`), so that a cell resumed elsewhere does not trace them again."""
     from swan_jax.experiments import sweep
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.train import TrainingInterrupted
@@ -145,22 +199,28 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     sweep.check_outputs(cfg)
     results = ResultsFile(work / "results.json", resume=True)
     cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
-    programs = exp.plan(cfg, cells)
+    data = sweep._DataCache(exp, cfg)
+    with packing_cache(packing_file) as cache:
+        programs = exp.packed_plan(cfg, cells, data.get, cache=cache)
     todo = [p for p in programs if not results.done(sweep.done_key(cfg, p))]
-    splits, stopped = None, ""
+    splits, stopped, timed = None, "", []
     for program in todo:
         if not deadline.start_program(first_epoch_seconds):
             stopped = "no time for another program"
             break
-        splits = splits if splits is not None else exp.load_data(cfg, program.cell)
+        splits = data.get(program.cell)
         deadline.label, deadline.cap = f"{entry.id} {program.name}", int(cfg.epochs)
+        timer = _Timer(deadline)
         try:
             result = sweep.train_program(exp, cfg, program, splits,
-                                         on_epoch_end=deadline.on_epoch_end)
+                                         on_epoch_end=timer.on_epoch_end)
         except TrainingInterrupted:
             stopped = ("interrupted" if deadline.interrupted else "budget spent") + (
                 " (stopped after a checkpoint)")
             break
+        finally:
+            if timer.seconds:
+                timed.append(timer.entry(program_shape(exp, cfg, program, splits)))
         results.add(sweep.program_record(exp, cfg, program, result, splits))
     done = sum(results.done(sweep.done_key(cfg, p)) for p in programs)
     finished = done == len(programs) and not skipped
@@ -168,4 +228,5 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     return CellOutcome(finished=finished, programs=len(programs), programs_done=done,
                        epochs=deadline.epochs - epochs_before,
                        seconds=time.monotonic() - started,
-                       cells=summaries, stopped=stopped or ("; ".join(skipped)))
+                       cells=summaries, stopped=stopped or ("; ".join(skipped)),
+                       timed=timed)

@@ -28,6 +28,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from swan_jax.config import SWANConfig
 from swan_jax.data import node_classification as nc
 from swan_jax.data.positional import with_positional_encodings
@@ -39,6 +41,7 @@ from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
 from swan_jax.models import LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
 from swan_jax.settings import setting
 from swan_jax.train import NodeSplit
+from swan_jax.train._splits import SPLIT_AXIS
 
 MODELS: tuple[str, ...] = ("gcn", "swan", "swan-learn")  # run by default
 # GraphGPS (`swan_jax.gps`), on request (`--models gps`): attention over the whole graph,
@@ -49,6 +52,7 @@ ALL_MODELS: tuple[str, ...] = MODELS + (GPS,)
 # once per data set) in hidden / 4 channels (no GraphGPS configuration exists for these
 # sets; the LRGB one's 16 of 96, narrowed to the protocol's width).
 GPS_HEADS, GPS_LAP_K = 4, 8
+TOGETHER = "together"  # the cell's split when its splits train as one program
 OFFICIAL_SPLITS: dict[str, int] = {"tolokers": 10, "questions": 10, "ogbn-arxiv": 1}
 SWAN_AXES = ("epsilon", "gamma", "beta", "adjacency")  # axes GCN has no use for
 
@@ -91,6 +95,11 @@ class NodeConfig(SweepConfig):
                                               "~/.cache/swan-jax)")
     verify_md5: bool = setting(True, help="check raw files against the official md5 (off: "
                                           "accept a tolokers.npz of your own)")
+    splits_together: bool = setting(False, since_default=True,
+                                    help="train a model's splits as one vmapped program "
+                                         "(one graph, one mask column per split, a run per "
+                                         "split; cut to fit --program-memory-gib when "
+                                         "given) instead of one program per split")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -124,7 +133,11 @@ class NodeClassification(Experiment):
 
     def cells(self, cfg: NodeConfig):
         """Split-major (every model of split 0, then of split 1, ...): a run stopped early
-        has every model on the same splits."""
+        has every model on the same splits. `splits_together`: one cell per model, its
+        splits a vmapped grid axis (`grid`), the cell's `split` the label "together"."""
+        if cfg.splits_together:
+            return [{"dataset": cfg.dataset, "model": m, "split": TOGETHER}
+                    for m in cfg.models]
         return [{"dataset": cfg.dataset, "model": m, "split": s}
                 for s in cfg.split_indices() for m in cfg.models]
 
@@ -152,10 +165,16 @@ class NodeClassification(Experiment):
         return self._loaded[key]
 
     def load_data(self, cfg: NodeConfig, cell) -> dict[str, NodeSplit]:
+        """The cell's split; "together": every official split, a mask column each (the
+        runs' `split` hyper-parameter picks theirs, `swan_jax.train._splits`)."""
         data = self.data(cfg, cell["dataset"])
         graph = self._positional(data) if cell["model"] == GPS else data.graph
-        return {name: NodeSplit(graph, mask)
-                for name, mask in data.split(cell["split"]).items()}
+        if cell["split"] != TOGETHER:
+            return {name: NodeSplit(graph, mask)
+                    for name, mask in data.split(cell["split"]).items()}
+        per_split = [data.split(s) for s in range(OFFICIAL_SPLITS[cell["dataset"]])]
+        return {name: NodeSplit(graph, np.stack([m[name] for m in per_split], axis=1))
+                for name in per_split[0]}
 
     def _positional(self, data: nc.NodeClassificationData):
         """The graph with GPS's LapPE columns, computed once per loaded data set."""
@@ -169,8 +188,13 @@ class NodeClassification(Experiment):
         return Task("bce", "roc_auc", "node") if binary else Task("ce", "accuracy", "node")
 
     def grid(self, cfg: NodeConfig, cell):
+        """The configured axes (GCN and GPS without SWAN's); with the splits together, the
+        split axis too: the official index of each run's split (its mask column)."""
         skip = SWAN_AXES if cell["model"] in ("gcn", GPS) else ()
-        return {k: v for k, v in cfg.grid.items() if k not in skip}
+        axes = {k: v for k, v in cfg.grid.items() if k not in skip}
+        if cell["split"] == TOGETHER:
+            axes[SPLIT_AXIS] = tuple(cfg.split_indices())
+        return axes
 
     def model_fn(self, cfg: NodeConfig, cell, static):
         """hp -> Linear(F -> hidden), SWAN block or GCN stack, Linear(hidden -> outputs)."""

@@ -21,7 +21,6 @@ one compiled program per combination; every other axis numeric = vmapped), its t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import shutil
@@ -34,9 +33,10 @@ import jax
 import numpy as np
 
 from swan_jax.config import TRACED_CHOICES, concrete_hparams
-from swan_jax.experiments import report
+from swan_jax.experiments import packing, report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
+from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.models import parameters_only
@@ -171,7 +171,20 @@ class Experiment:
     def plan(self, cfg: SweepConfig, cells: Sequence[Cell] | None = None) -> list[Program]:
         """Every program of every cell, in order."""
         cells = self.cells(cfg) if cells is None else cells
-        return [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        return packing.pack(programs, cfg)  # `runs_per_program` (memory: `packed_plan`)
+
+    def packed_plan(self, cfg: SweepConfig, cells: Sequence[Cell], splits_of, *,
+                    cache=None) -> list[Program]:
+        """`plan`, with each static point cut to the runs whose step fits
+        `cfg.program_memory_gib` (`packing`: needs the cells' data, `splits_of(cell)`;
+        `cache`: a dict the caller keeps of the figures, `packing.memory_limit`)."""
+        programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        if cfg.program_memory_gib is None:
+            return packing.pack(programs, cfg)
+        limit = packing.memory_limit(self, cfg, splits_of,
+                                     lambda p: train_config(self, cfg, p, None), cache)
+        return packing.pack(programs, cfg, limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,12 +208,6 @@ def grid_points(axes: Mapping[str, Sequence]) -> list[dict[str, Any]]:
     names = list(axes)
     return [dict(zip(names, combo, strict=True))
             for combo in itertools.product(*(tuple(axes[n]) for n in names))]
-
-
-def digest(payload: Any) -> str:
-    """The 10-hex-digit hash every folder and record name uses."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
-                          ).hexdigest()[:10]
 
 
 def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Program]:
@@ -474,8 +481,7 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
     out = []
     for key, recs in groups.items():
         cell = json.loads(key)
-        runs = [{**run, **{a: rec[a] for a in exp.pooled_axes}} for rec in recs
-                for run in rec["runs"]]
+        runs = [_pooled_run(run, rec, exp.pooled_axes) for rec in recs for run in rec["runs"]]
         summary = summarise_runs(runs, metric_mode(recs[0]["metric"]))
         best = summary["best"]
         chosen = [r for r in runs if r["hparams"] == best["hparams"]]
@@ -499,6 +505,16 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             "grid_points": len(summary["points"]), "programs": len(recs),
             "paper": _list_or_none(exp.paper(cell))})
     return out
+
+
+def _pooled_run(run: Mapping[str, Any], rec: Mapping[str, Any], pooled: Sequence[str]
+                ) -> dict[str, Any]:
+    """A run with its pooled axes (e.g. the split) beside its hyper-parameters: from its
+    program's cell, or from its own grid point where they were vmapped (a cell of several
+    splits), so that the best point pools them instead of choosing among them."""
+    hparams = run["hparams"]
+    return {**run, "hparams": {k: v for k, v in hparams.items() if k not in pooled},
+            **{a: hparams.get(a, rec.get(a)) for a in pooled}}
 
 
 def _list_or_none(value):
@@ -541,13 +557,16 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     cells = exp.cells(cfg)
     check_folders(cfg, exp.plan(cfg, cells), results)
     cells, skipped = available_cells(exp, cfg, cells)
-    programs = exp.plan(cfg, cells)
+    data = _DataCache(exp, cfg)
+    programs = exp.packed_plan(cfg, cells, data.get)
+    if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)
+        check_folders(cfg, programs, results)
     todo = [p for p in programs if not results.done(done_key(cfg, p))]
     for program in programs:
         if program not in todo:
             print(f"{program.name}: already in {results.path}, skipped (--resume)")
     print_plan(exp, cfg, programs, todo)
-    data, overall = _DataCache(exp, cfg), _Overall(cfg, todo)
+    overall = _Overall(cfg, todo)
     summary = None
     try:
         for program in todo:  # the outputs after each program: a stopped sweep keeps them

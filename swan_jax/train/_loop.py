@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
-from swan_jax.pytrees import tree_size
+from swan_jax.pytrees import tree_bytes, tree_size
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
 from swan_jax.train._config import (
@@ -34,7 +34,7 @@ from swan_jax.train._config import (
     TrainResult,
 )
 from swan_jax.train._epoch import divergence_message, loss_divergence
-from swan_jax.train._evaluate import finish_sums, metric_mode
+from swan_jax.train._evaluate import DEVICE_METRICS, finish_sums, metric_key, metric_mode
 from swan_jax.train._folder import ProgramFolder, fingerprint
 from swan_jax.train._fused import EpochBlocks, can_fuse
 from swan_jax.train._metric import Metric, check_output
@@ -47,7 +47,7 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
-from swan_jax.train._splits import Split, prepare_splits
+from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
 from swan_jax.train._state import (
     HOST_FIELDS,
     RunState,
@@ -85,6 +85,7 @@ class _Program:
         self.model_fn, self.cfg = model_fn, cfg
         self.data, self.split_mask = prepare_splits(splits, cfg.task_level)
         self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
+        _check_split_axis(num_splits(splits), self.hp, cfg.metric)
         self.mode = metric_mode(cfg.metric)
         self.place = Placement(cfg.data_parallel)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
@@ -130,6 +131,26 @@ class _Program:
         return mark_diverged(state, np.isin(np.arange(state.num_runs), list(bad)))
 
 
+def _check_split_axis(count: int, hp, metric) -> None:
+    """Several splits' node masks go with a `"split"` hyper-parameter naming each run's
+    (`_splits`), host-scored metrics only; one split's go without it."""
+    if count == 1 and SPLIT_AXIS not in hp:
+        return
+    if SPLIT_AXIS not in hp:
+        raise ValueError(f"the NodeSplits hold {count} splits: give the grid a {SPLIT_AXIS!r} "
+                         f"axis (0 .. {count - 1}) naming each run's split")
+    chosen = np.asarray(hp[SPLIT_AXIS])
+    if count == 1 or chosen.min() < 0 or chosen.max() >= count or np.any(chosen % 1):
+        raise ValueError(f"grid axis {SPLIT_AXIS!r} must name mask columns 0 .. {count - 1} "
+                         f"of the NodeSplits (`node_mask [rows, splits]`), got "
+                         f"{sorted(set(chosen.tolist()))}")
+    key = metric_key(metric)
+    if key in DEVICE_METRICS or (isinstance(key, Metric) and key.on_device):
+        raise ValueError(f"metric {getattr(key, 'name', key)!r} is reduced on the device, "
+                         f"one mask for every run: several splits in one program are scored "
+                         f"on the host (a host metric, or one split per program)")
+
+
 def train_epoch(pipeline, state: RunState, hp, epoch: int, on_steps
                 ) -> tuple[RunState, np.ndarray]:
     """Every step of `epoch` for every active run: the new state and losses `[steps, runs]`
@@ -156,15 +177,34 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
                          f"{cfg.max_params:,}; shrink it or pass allow_more_params")
     _check_metric(prog, shapes[0])
     if cfg.check_memory:
-        step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
-        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
-                                      step_batch, split_mask=prog.split_mask)
-        _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
-                                  prog.budget)
+        _memory.check_step_memory(_step_estimate(prog, shapes), _memory.free_memory_bytes(),
+                                  prog.batch_size, prog.budget)
     params, opt_state = init(*init_args)
     prog.hp = prog.place.state(prog.hp)
     prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
+
+
+def _step_estimate(prog: _Program, shapes) -> int:
+    """The training step's estimated bytes (`_memory.step_bytes`) from the runs' shapes."""
+    step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+    return _memory.step_bytes(prog.model_fn, prog.cfg, prog.place, *shapes, prog.hp,
+                              step_batch, split_mask=prog.split_mask)
+
+
+def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                grid: Sequence[Hyper]) -> tuple[int, int]:
+    """Estimated bytes of one training step of `train(model_fn, splits, cfg, grid)`, as
+    `(total, shared)`: the memory check's own figure (`_memory.step_bytes`), from shapes
+    alone (nothing is initialised or compiled), and its part every run shares (the
+    batch). The rest grows with the runs (grid points x seeds): a one-run estimate sizes a
+    program (`swan_jax.experiments.packing`; what the runs share beside the batch, e.g.
+    operators of the graph alone, is counted per run: the figure errs high)."""
+    prog = _Program(model_fn, splits, cfg, grid)
+    seeds = [s for _, s in prog.runs]
+    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+    return _step_estimate(prog, jax.eval_shape(init, *init_args)), tree_bytes(step_batch)
 
 
 def _check_metric(prog: _Program, params) -> None:

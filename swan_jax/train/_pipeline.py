@@ -45,10 +45,11 @@ from swan_jax.train._evaluate import (
     metric_key,
     metric_sums,
     reduce_scores,
-    score_runs,
+    score_batches,
 )
 from swan_jax.train._metric import Metric
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._splits import SPLIT_AXIS
 from swan_jax.train._state import RunState
 
 MAX_CHUNK = 64  # steps per device call: the step bar moves at least this often
@@ -187,11 +188,7 @@ class DevicePipeline:
             self.denominators[split] = float(denominator)
             return finish_sums(numerator, denominator, finite, self.setup.metric)
         pred, target, mask = (np.asarray(x) for x in out)
-        real = [m.astype(bool) for m in mask]
-        return score_runs(np.concatenate([p[:, r] for p, r in zip(pred, real, strict=True)],
-                                         axis=1),
-                          np.concatenate([t[r] for t, r in zip(target, real, strict=True)]),
-                          self.setup.metric)
+        return score_batches(pred, target, mask, [None] * len(pred), self.setup.metric)
 
 
 # `assemble` as one jitted function of the whole process (it is pure library code): its
@@ -243,7 +240,8 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
     def one(step_ids):
         batch = _assemble(data, step_ids, budget)
         pred = predict_fn(params, hp, batch)
-        target, mask = batch_targets(batch, level, split_mask=split_mask)
+        target, mask = batch_targets(batch, level, split_mask=split_mask,
+                                     select=hp.get(SPLIT_AXIS))
         if metric is None:
             return pred, target, mask
         finite = jnp.all(jnp.isfinite(pred) | ~mask[None, :, None], axis=(1, 2))

@@ -14,6 +14,7 @@ import numpy as np
 
 from swan_jax.data.batching import Batch, iterate_batches, iterate_sharded_batches
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.train._splits import split_rows
 
 
 def flatten_shards(x):
@@ -22,18 +23,20 @@ def flatten_shards(x):
 
 
 def batch_targets(batch: Batch, level: str, *, sharded: bool = False,
-                  split_mask: bool = False):
+                  split_mask: bool = False, select=None):
     """`(target [R, T], mask [R])` of the rows a loss or metric scores.
 
     With `split_mask` (node splits on shared graphs, see `_splits`), the targets' last
-    column is the split's node mask: it is cut off and joins the padding mask.
+    column is the split's node mask: it is cut off and joins the padding mask. `select`:
+    the runs' `"split"` hyper-parameter where the column holds several splits (a scalar
+    inside a run's vmapped code; `[runs]` outside it, and then `mask [runs, R]`).
     """
     target, mask = ((batch.node_targets, batch.node_mask) if level == "node"
                     else (batch.graph_targets, batch.graph_mask))
     if sharded:
         target, mask = flatten_shards(target), flatten_shards(mask)
     if split_mask:
-        mask = mask & (target[..., -1] > 0)
+        mask = mask & split_rows(target[..., -1], select)
         target = target[..., :-1]
     return target, mask
 

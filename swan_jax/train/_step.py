@@ -12,6 +12,7 @@ from swan_jax.losses import get_batch_loss
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._splits import SPLIT_AXIS
 
 
 def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None = None, *,
@@ -42,7 +43,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         def objective(q):
             pred = place.model_apply(model_fn)(q, h, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
-                                         split_mask=split_mask)
+                                         split_mask=split_mask, select=h.get(SPLIT_AXIS))
             return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
 
         loss, grads = jax.value_and_grad(objective)(p)
