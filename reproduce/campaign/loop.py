@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import bundle, gather
+from reproduce.campaign import bundle, gather, measure
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
@@ -187,7 +187,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     lines = _said(_restore_bundles(opts, entries))
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
+    done = {e.id for e in entries if e.runnable and is_done(e, opts, runs)}
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
@@ -230,8 +230,23 @@ def _save_state(opts: Options, state: dict[str, Any], cells: Sequence[str]) -> N
     write_text_atomic(opts.folder / STATE_FILE, json.dumps(current, indent=1) + "\n")
 
 
+def is_done(entry: Entry, opts: Options, runs: Sequence[dict[str, Any]]) -> bool:
+    """A sweep cell collected at its protocol, or a measurement run on this device kind."""
+    if measure.is_measurement(entry):
+        return measure.is_done(entry, opts.reproductions, opts.device_kind)
+    return gather.is_done(entry, opts.reproductions, runs)
+
+
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
               ) -> list[str]:
+    if measure.is_measurement(entry):  # no sweep, no bundle: its run is written whole
+        try:
+            return _said(measure.run_measurement(entry, opts, deadline, state))
+        except KeyboardInterrupt:  # a signal while it measured: nothing was written
+            deadline.interrupted = True
+            return _said([f"{entry.id}: interrupted (nothing written)"])
+        except Exception as err:  # as a sweep cell's failure: it stops only this cell
+            return [_failed(entry, err, state)]
     work = opts.work / entry.slug
     if opts.bundle_path(entry).exists():
         bundle.restore_bundle(opts.bundle_path(entry), work)
@@ -243,10 +258,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
     except Exception as err:  # one cell's failure (missing data, a bug) stops only it
-        line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
-        state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
-        print(line, flush=True)
-        return [line]
+        return [_failed(entry, err, state)]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
     lines = [f"{entry.id}: {'finished' if outcome.finished else 'unfinished'} "
@@ -257,6 +269,14 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     _install_signals(deadline)  # back to stopping cleanly
     print("\n".join(lines), flush=True)
     return lines
+
+
+def _failed(entry: Entry, err: Exception, state: dict[str, Any]) -> str:
+    """The one line of a cell that failed (printed, and its status in the state)."""
+    line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+    state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
+    print(line, flush=True)
+    return line
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:
@@ -285,8 +305,7 @@ def remaining(entries: Sequence[Entry], opts: Options) -> list[str]:
     entries = resolved(entries, opts)
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    left = [e for e in entries if e.runnable and not gather.is_done(e, opts.reproductions,
-                                                                     runs)]
+    left = [e for e in entries if e.runnable and not is_done(e, opts, runs)]
     blocked = [e for e in entries if not e.runnable]
     total = sum(remaining_minutes(e, opts, state) for e in left)
     lines = [f"remaining: {len(left)} runnable cell(s), about {total / 60:.1f} h on "
