@@ -55,14 +55,27 @@ def _timed_row(work, epochs: int, kind: str) -> dict[str, Any]:
             "epochs": epochs}
 
 
+def peptides_missing() -> str | None:
+    """Why the real Peptides-func cannot be timed here (None when its raw files are where
+    `benchmarks.epoch_anatomy` reads them); without them it times stand-in graphs."""
+    from benchmarks.common import ROOT
+    from swan_jax.data.lrgb import ensure_available
+
+    data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+    missing = ensure_available(["peptides-func"], data_dir, download=False, verify_md5=False)
+    return (f"Peptides-func's raw files are not in {data_dir} (set SWAN_DATA_DIR)"
+            if missing else None)
+
+
 def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
-                 ) -> tuple[dict[str, Any], dict[str, int]]:
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per model: training, inference, epoch and first-epoch seconds (or why the row is
-    not available); and the split sizes."""
+    not available); and the split sizes with the data's description (`about`)."""
     from benchmarks.epoch_anatomy import _peptides
 
     work = _peptides(quick)
-    sizes = {name: len(split) for name, split in work.splits.items()}
+    sizes: dict[str, Any] = {name: len(split) for name, split in work.splits.items()}
+    sizes["about"] = work.about
     out: dict[str, Any] = {}
     for kind in models:
         if kind in NOT_AVAILABLE:

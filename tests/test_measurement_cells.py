@@ -89,6 +89,7 @@ def test_the_jacobian_runner_trains_and_keeps_the_best_epoch(tmp_path):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--epochs", "0"], "--epochs must be at least 1 (got 0)"),
     (["--limit", "3"], "--limit must be at least 10 raw rows (got 3)"),
+    (["--epsilon", "0"], "--epsilon must be > 0 (got 0.0)"),
     (["--swan-checkpoint", "no/such/dir"], "--swan-checkpoint no/such/dir: no such folder"),
 ])
 def test_the_jacobian_runner_refuses_bad_settings_in_one_line(argv, message, capsys,
@@ -219,6 +220,7 @@ def test_results_md_shows_the_runtime_and_jacobian_runs_with_their_device(tmp_pa
            "implemented |" in text
     assert "| SWAN | field J(t) at x(l) | 1.5% | 0.6% | 1, 2 | reduced: first 1000 raw " \
            "rows; 700 of 10873 train graphs" in text
+    assert "nodes; epsilon 1; test AP 40.0 |" in text  # SWAN's step, the packaged one
     assert "| GCN | layer map x(l-1) -> x(l) | 30% | 40% |" in text
     assert "(reproductions/jacobian-cpu-2core/jacobian.png)" in text
     assert "| Jacobian over layers (fig:jacobian_over_time) | 2 | 0 | 2 | 0 |" in text
@@ -241,3 +243,17 @@ def test_a_gpu_slice_s_measurements_merge_with_their_state(tmp_path):
     assert (opts.reproductions / "jacobian-h200" / "results.json").exists()
     merged = json.loads((opts.reproductions / "campaign" / "state.json").read_text())
     assert merged["cells"]["jacobian/peptides-func"]["status"] == "finished"
+
+
+def test_the_runtime_cell_is_never_timed_on_stand_in_graphs(tmp_path, monkeypatch):
+    from reproduce import runtime
+
+    monkeypatch.setenv("SWAN_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(runtime, "results", lambda *a: pytest.fail("it timed stand-ins"))
+    opts = _options(tmp_path)
+    opts.plan.write_text(plan.dump_plan(_cells()[:1], "test plan"))
+    lines = loop.run_campaign(opts)
+    assert any(line.startswith("runtime/peptides-func: failed: ValueError: plan cell "
+                               "runtime/peptides-func: Peptides-func's raw files are not in "
+                               f"{tmp_path / 'empty'} (set SWAN_DATA_DIR)") for line in lines)
+    assert not (opts.reproductions / "runtime-cpu-2core").exists()

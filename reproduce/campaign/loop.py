@@ -8,6 +8,8 @@ One call (`run_campaign`):
    priority; with `fit`, only cells whose remaining cost on this device kind fits the
    time left;
 3. trains each (`runner.run_cell`) until the budget is spent: the last epoch is saved;
+   a measurement cell (the runtime table, the Jacobian figure: `measure.py`) runs whole
+   when its cost fits, into its own `reproductions/<name>-<device kind>/`;
 4. collects each finished cell into `reproductions/campaign-<group>/` at once and
    deletes its bundle; writes a bundle of each cell it left unfinished;
 5. writes `reproductions/campaign/state.json` (per cell: progress, device, measured

@@ -82,6 +82,8 @@ def runtime_protocol(run: Run) -> str:
     sizes = run.results.get("graphs") or {}
     short = [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
              if sizes.get(k, 0) < n]
+    if "(real)" not in sizes.get("about", "(real)"):  # benchmarks.epoch_anatomy's stand-ins
+        short.insert(0, "stand-in graphs, not Peptides-func")
     return "reduced: " + "; ".join(short) if short else "full"
 
 
@@ -179,6 +181,8 @@ def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[st
             trained = ours.get("training") or {}
             test = trained.get("test_ap")
             where = (f"{len(nodes)} test graphs of {', '.join(map(str, nodes))} nodes"
+                     + (f"; epsilon {run.config.get('epsilon', 1.0):g}" if model == "swan"
+                        else "")
                      + (f"; test AP {100 * test:.1f}" if isinstance(test, float) else ""))
             for key, label in JACOBIAN_KINDS.items():
                 if key in ours:
@@ -205,8 +209,10 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
              "`swan_jax.analysis` on the smallest test graphs (dense Jacobians), its mean "
              "over layers and graphs beside the paper's; per layer l = 1..L-1 in percent. "
              "For SWAN both the field's Jacobian J(t) (the paper's object) and its Euler "
-             "layer maps' (I + epsilon J); for GCN its layer maps (it has no field). The "
-             "paper names neither the graphs, the norm nor the training."
+             "layer maps' (I + epsilon J); for GCN its layer maps (it has no field). "
+             "SWAN's change between layers scales with its step epsilon (a layer moves the "
+             "state by epsilon f), so each SWAN row names it; the paper names neither its "
+             "step here, the graphs, the norm nor the training."
              + ("" if runs else " Not run here yet."), ""]
     lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
                     "Ours per layer, %", "Protocol", "Run (device)"],
