@@ -202,12 +202,19 @@ def draw(record: Mapping[str, Any], path: Path) -> Path:
             if values:
                 layers = np.arange(1, len(values["per_layer"]) + 1)
                 ax.plot(layers, values["per_layer"], marker="o", label=label)
+                ax.set_xticks(layers)
         ax.set_yscale(scale)
         ax.set_xlabel("layer l")
         ax.set_ylabel("||J(l) - J(l-1)|| / ||J(l-1)||")
         ax.set_title(f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
     if axes[0].lines:
         axes[0].legend(fontsize=8)
+    config = record.get("config") or {}
+    fig.suptitle(f"Peptides-func, SWAN epsilon {config.get('epsilon', 1.0):g}, "
+                 f"{config.get('epochs', '?')} epochs"
+                 + (f" on the first {config['limit']} raw rows" if config.get("limit") else "")
+                 + f", {len(record.get('graphs', {}).get('measured', []))} test graphs",
+                 fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

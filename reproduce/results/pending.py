@@ -97,7 +97,12 @@ def timed(run: Run, model: str) -> bool:
 
 
 def _with_note(protocol: str, run: Run) -> str:
+    """The protocol, the run's note, and on a CPU the load it ran under (shared cores)."""
     note = run.results.get("note")
+    load = run.results.get("load_average") or []
+    if len(load) == 3 and str(run.machine.get("device", "")).startswith("cpu"):
+        note = (f"{note}; " if note else "") + ("load average " + " / ".join(
+            f"{v:.0f}" for v in load) + " (1 / 5 / 15 min) at the end")
     return f"{protocol}; {note}" if note else protocol
 
 
