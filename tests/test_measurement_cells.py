@@ -257,3 +257,21 @@ def test_the_runtime_cell_is_never_timed_on_stand_in_graphs(tmp_path, monkeypatc
                                "runtime/peptides-func: Peptides-func's raw files are not in "
                                f"{tmp_path / 'empty'} (set SWAN_DATA_DIR)") for line in lines)
     assert not (opts.reproductions / "runtime-cpu-2core").exists()
+
+
+def test_the_ablation_s_peptides_variants_train_as_lrgb_cells(tmp_path):
+    """Table 3's Peptides rows: `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`,
+    each cell beside the paper's value (tiny sizes)."""
+    from swan_jax.experiments import lrgb
+
+    data = write_peptides(tmp_path / "data")
+    argv = ["--dataset", "peptides-func", "--variant", ",".join(lrgb.ABLATION_VARIANTS),
+            "--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"),
+            "--results-dir", str(tmp_path / "res"), "--epochs", "1", "--seeds", "0",
+            "--hidden", "8", "--layers", "2", "--batch-size", "4", "--no-verify-md5",
+            "--no-download", "--no-progress"]
+    assert lrgb.main(argv) == 0
+    cells = json.loads((tmp_path / "res" / "results.json").read_text())["cells"]
+    assert [c["variant"] for c in cells] == list(lrgb.ABLATION_VARIANTS)
+    assert all(0.0 <= c["test_mean"] <= 1.0 for c in cells)
+    assert [c["paper"] for c in cells] == [[61.95, 0.67], [61.19, 0.37], [62.49, 0.51]]
