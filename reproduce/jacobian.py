@@ -96,6 +96,8 @@ def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=No
                 ) -> tuple[Any, dict[str, Any]]:
     """(Flax variables at the best validation epoch, what training reported); resumes
     from `work/<kind>` where an earlier call left checkpoints."""
+    import jax
+
     from swan_jax.train import TrainConfig, train
 
     model = build_model(kind, setting)
@@ -106,13 +108,10 @@ def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=No
                       on_epoch_end=on_epoch_end)
     result = train(lambda hp: model, splits, cfg, ({},))
     run = result.runs[0]
-    import jax
-
     variables = jax.tree_util.tree_map(lambda leaf: leaf[0], result.best_params)
     return variables, {"epochs": result.epochs_completed, "val_ap": run.get("val_at_best"),
                        "test_ap": run.get("test"), "best_epoch": run.get("best_epoch"),
-                       "params": result.num_params,
-                       "wall_s": result.wall_time}
+                       "params": result.num_params, "wall_s": result.wall_time}
 
 
 def smallest_graphs(dataset, count: int) -> list[int]:
