@@ -157,13 +157,15 @@ def padding_record(data: GraphDataset, batch, budget) -> dict[str, Any]:
 
 
 def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: str = "euler"):
-    """Atom encoder, processor (`swan`, `swan-learn`, or a baseline such as `gcn`), and the
-    LRGB experiment's mean-pool MLP head for Peptides-func's 10 labels."""
+    """Atom encoder, processor (`swan`, `swan-learn`, `graphcon`, or a baseline such as
+    `gcn`), and the LRGB experiment's mean-pool MLP head for Peptides-func's 10 labels."""
     head = sj.GraphReadout((hidden, hidden // 2, 10), pooling=("mean",))
     if kind in sj.VARIANTS:
         cfg = sj.SWANConfig(variant=kind, adjacency="sym", num_layers=layers, beta=1.0,
                             gamma=0.1, epsilon=1.0)
         processor = sj.SWANBlock(cfg, solver)
+    elif kind == "graphcon":  # GraphCON-GCN at its own defaults (dt = alpha = gamma = 1)
+        processor = sj.GraphCONBlock(layers)
     else:
         processor = sj.MPNNStack(kind, hidden, layers)
     return sj.Model(AtomEncoder(hidden), processor, head)

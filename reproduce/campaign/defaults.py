@@ -101,8 +101,10 @@ def transfer_entries(root: Path) -> list[Entry]:
 
 
 def _graphprop_entries() -> list[Entry]:
+    from swan_jax.experiments.graphprop import GRAPHCON
+
     out = []
-    models = ("swan", "swan-learn", "adgn", "gcn")
+    models = ("swan", "swan-learn", "adgn", "gcn") + tuple(GRAPHCON)  # GraphCON: Table 1
     for task in ("diameter", "sssp", "eccentricity"):
         for model in models:
             base = {"tasks": [task], "labels": ["paper"], "models": [model]}
@@ -233,24 +235,57 @@ def _lrgb_entries() -> list[Entry]:
     return out
 
 
+def _ablation_lrgb_entries() -> list[Entry]:
+    """Table 3's Peptides rows: the LRGB experiment at its packaged point with the
+    ablation's variants, collected with the Table 2 cells (group `lrgb`: one protocol).
+    Peptides-struct's raw files are not in this tree's data: those cells stay runnable
+    and need them (the campaign's missing-data handling applies)."""
+    from swan_jax.experiments.lrgb import ABLATION_VARIANTS
+
+    factors = {"swan-beta0": 0.9, "swan-ne": 1.0, "swan-learn-ne": 1.3}  # SWAN's cost x
+    return [Entry(
+        id=f"lrgb/{dataset}/{variant}", experiment="lrgb", table="Table 3 (tab:importance)",
+        priority=510, status="runnable",
+        config={"datasets": [dataset], "variants": [variant]},
+        cost_minutes={"cpu-2core": round(300 * 3 * 28 * factors[variant] * 0.9 / 60),
+                      "h100": round((300 * 0.42 * factors[variant] * 2 + 10)
+                                    * H100_OVER_H200 / 60, 1),
+                      "h200": round((300 * 0.42 * factors[variant] * 2 + 10) / 60, 1)},
+        basis="modelled as lrgb/peptides-func/swan (swan-learn-ne as swan-learn, swan-beta0 "
+              "0.9x: no Psi term); Peptides-struct's graphs are Peptides-func's",
+        note="at the LRGB experiment's packaged point (configs/lrgb.toml), as its Table 2 "
+             "cells") for dataset in ("peptides-func", "peptides-struct")
+        for variant in ABLATION_VARIANTS]
+
+
+def _measurement_entries() -> list[Entry]:
+    """The runtime table and the Jacobian figure (`reproduce.campaign.measure`): each a
+    run of its own per device kind."""
+    return [
+        Entry(id="runtime/peptides-func", experiment="runtime",
+              table="Table 'runtimes' (RTX 3090)", priority=600, status="runnable",
+              config={"epochs": 3, "quick": False},
+              cost_minutes={"cpu-2core": 30.0, "h100": 4.0, "h200": 3.5},
+              basis="modelled: 6 models x 3 full Peptides-func epochs (CPU about 60 s per "
+                    "epoch with evaluation, reproductions/lrgb-peptides-func-cpu; H200 0.42 "
+                    "s, BENCHMARKS.md) plus a compile each (20-40 s), and the authors' "
+                    "PyTorch SWAN and SWAN-learn where torch and .gpu_ref/swan.py are there",
+              note="python -m reproduce.runtime at the paper's setting (batch 64, 128 "
+                   "channels, 5 layers), GPS as GraphGPS's Peptides-func configuration"),
+        Entry(id="jacobian/peptides-func", experiment="jacobian",
+              table="Figure 'jacobian over layers'", priority=700, status="runnable",
+              config={"epochs": 300, "graphs": 3},
+              cost_minutes={"cpu-2core": 420.0, "h100": 10.0, "h200": 8.0},
+              basis="modelled: SWAN and GCN 300 epochs each on full Peptides-func (CPU 28 "
+                    "s and about 15 s per epoch, H200 0.42 s and about 0.3 s), then dense "
+                    "Jacobians on 3 test graphs (a minute)",
+              note="python -m reproduce.jacobian: trains both at LRGB's packaged point, "
+                   "then swan_jax.analysis on the smallest test graphs"),
+    ]
+
+
 def _other_entries() -> list[Entry]:
-    need = {
-        "ablation/peptides-func": ("Table 3 (tab:importance)", 510,
-                                   "the LRGB experiment runs only swan and swan-learn; the "
-                                   "NE and beta = 0 variants need its --variants to take "
-                                   "them"),
-        "runtime/peptides-func": ("Table 'runtimes' (RTX 3090)", 600,
-                                  "measured outside the campaign: `python -m "
-                                  "reproduce.runtime` (reproduce/gpu_slice.sh runs it on "
-                                  "a GPU, beside the authors' PyTorch); the campaign "
-                                  "cannot schedule it yet"),
-        "jacobian/peptides-func": ("Figure 'jacobian over layers'", 700,
-                                   "a runner over swan_jax.analysis for trained "
-                                   "Peptides-func SWAN and GCN"),
-    }
-    out = [Entry(id=i, experiment=i.split("/")[0], table=t, priority=p,
-                 status="needs code", config={}, cost_minutes={}, note=n)
-           for i, (t, p, n) in need.items()]
+    out = _ablation_lrgb_entries() + _measurement_entries()
     for model in ("gcn", "swan", "swan-learn"):
         out.append(Entry(
             id=f"tolokers/{model}", experiment="node_classification",

@@ -8,6 +8,8 @@ One call (`run_campaign`):
    priority; with `fit`, only cells whose remaining cost on this device kind fits the
    time left;
 3. trains each (`runner.run_cell`) until the budget is spent: the last epoch is saved;
+   a measurement cell (the runtime table, the Jacobian figure: `measure.py`) runs whole
+   when its cost fits, into its own `reproductions/<name>-<device kind>/`;
 4. collects each finished cell into `reproductions/campaign-<group>/` at once and
    deletes its bundle; writes a bundle of each cell it left unfinished;
 5. writes `reproductions/campaign/state.json` (per cell: progress, device, measured
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import bundle, costs, gather
+from reproduce.campaign import bundle, costs, gather, measure
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
 from swan_jax.io import write_text_atomic
@@ -199,7 +201,7 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     lines = _said(_restore_bundles(opts, entries))
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
+    done = {e.id for e in entries if e.runnable and is_done(e, opts, runs)}
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
@@ -242,8 +244,23 @@ def _save_state(opts: Options, state: dict[str, Any], cells: Sequence[str]) -> N
     write_text_atomic(opts.folder / STATE_FILE, json.dumps(current, indent=1) + "\n")
 
 
+def is_done(entry: Entry, opts: Options, runs: Sequence[dict[str, Any]]) -> bool:
+    """A sweep cell collected at its protocol, or a measurement run on this device kind."""
+    if measure.is_measurement(entry):
+        return measure.is_done(entry, opts.reproductions, opts.device_kind)
+    return gather.is_done(entry, opts.reproductions, runs)
+
+
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
               ) -> list[str]:
+    if measure.is_measurement(entry):  # no sweep, no bundle: its run is written whole
+        try:
+            return _said(measure.run_measurement(entry, opts, deadline, state))
+        except KeyboardInterrupt:  # a signal while it measured: nothing was written
+            deadline.interrupted = True
+            return _said([f"{entry.id}: interrupted (nothing written)"])
+        except Exception as err:  # as a sweep cell's failure: it stops only this cell
+            return [_failed(entry, err, state)]
     work = opts.work / entry.slug
     if opts.bundle_path(entry).exists():
         bundle.restore_bundle(opts.bundle_path(entry), work)
@@ -256,10 +273,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
     except Exception as err:  # one cell's failure (missing data, a bug) stops only it
-        line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
-        state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
-        print(line, flush=True)
-        return [line]
+        return [_failed(entry, err, state)]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
     costs.record(opts.folder, opts.device_kind, entry.id, outcome.timed)
@@ -271,6 +285,14 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     _install_signals(deadline)  # back to stopping cleanly
     print("\n".join(lines), flush=True)
     return lines
+
+
+def _failed(entry: Entry, err: Exception, state: dict[str, Any]) -> str:
+    """The one line of a cell that failed (printed, and its status in the state)."""
+    line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+    state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
+    print(line, flush=True)
+    return line
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:
@@ -299,8 +321,7 @@ def remaining(entries: Sequence[Entry], opts: Options) -> list[str]:
     entries = resolved(entries, opts)
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    left = [e for e in entries if e.runnable and not gather.is_done(e, opts.reproductions,
-                                                                     runs)]
+    left = [e for e in entries if e.runnable and not is_done(e, opts, runs)]
     blocked = [e for e in entries if not e.runnable]
     total = sum(remaining_minutes(e, opts, state) for e in left)
     lines = [f"remaining: {len(left)} runnable cell(s), about {total / 60:.1f} h on "

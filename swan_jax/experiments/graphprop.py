@@ -28,7 +28,15 @@ from swan_jax.data import graphprop
 from swan_jax.experiments import command
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
-from swan_jax.models import MLP, LinearEncoder, Model, MPNNStack, SWANBlock, pool_nodes
+from swan_jax.models import (
+    MLP,
+    GraphCONBlock,
+    LinearEncoder,
+    Model,
+    MPNNStack,
+    SWANBlock,
+    pool_nodes,
+)
 from swan_jax.settings import setting
 
 TASKS = ("diameter", "sssp", "eccentricity")
@@ -47,7 +55,11 @@ MODELS: dict[str, tuple[str, bool]] = {
     "swan-learn-ne": ("swan-learn-ne", True),
     "adgn": ("adgn", True),
 }
-ALL_MODELS = tuple(MODELS) + BASELINES
+# GraphCON (Rusch et al. 2022), a Table 1 baseline: name -> its coupling F_theta. The grid's
+# epsilon is its step dt, gamma its restoring force; alpha (damping) = 1, GraphCON's own
+# default; it has no A_hat or beta axis.
+GRAPHCON: dict[str, str] = {"graphcon": "gcn"}
+ALL_MODELS = tuple(MODELS) + BASELINES + tuple(GRAPHCON)
 
 # Paper values (the graph-property table, Appendix G's layer-dependent rows, the ablation
 # table): test log10(MSE) mean and std over 4 seeds, in the order diameter, SSSP,
@@ -63,6 +75,7 @@ PAPER: dict[str, tuple[tuple[float, float], ...]] = {
     "swan-learn-ne": ((-0.5631, 0.0694), (-3.5296, 0.0831), (0.1317, 0.1253)),
     "adgn": ((-0.5188, 0.1812), (-3.2417, 0.0751), (0.4296, 0.1003)),
     "gcn": ((0.7424, 0.0466), (0.9499, 9.18e-05), (0.8468, 0.0028)),
+    "graphcon": ((0.0964, 0.0620), (-1.3836, 0.0092), (0.6833, 0.0074)),
 }
 
 
@@ -144,11 +157,13 @@ class GraphProp(Experiment):
 
     def grid(self, cfg: GraphPropConfig, cell):
         """The configured grid; beta collapses to 0 where the variant has no Psi; the
-        baselines keep the optimiser's axes only."""
+        baselines keep the optimiser's axes only, GraphCON those and epsilon, gamma."""
         axes = dict(cfg.grid)
         if cell["model"] in BASELINES:
             return {k: v for k, v in axes.items() if k in ("learning_rate", "weight_decay",
                                                            "hidden", "num_layers")}
+        if cell["model"] in GRAPHCON:  # no A_hat, no beta: those axes would only repeat runs
+            return {k: v for k, v in axes.items() if k not in ("adjacency", "beta")}
         if MODELS[cell["model"]][0] in NO_PSI_VARIANTS:
             axes["beta"] = (0.0,)
         return axes
@@ -178,6 +193,14 @@ class GraphProp(Experiment):
                              PropReadout(level, cfg.final_leaky_relu))
 
             return baseline_fn
+        if cell["model"] in GRAPHCON:
+            def graphcon_fn(hp: Mapping[str, Any]) -> nn.Module:
+                block = GraphCONBlock(int(static["num_layers"]), epsilon=hp["epsilon"],
+                                      gamma=hp["gamma"], coupling=GRAPHCON[cell["model"]])
+                return Model(LinearEncoder(int(static["hidden"])), block,
+                             PropReadout(level, cfg.final_leaky_relu))
+
+            return graphcon_fn
         variant, sharing = MODELS[cell["model"]]
 
         def model_fn(hp: Mapping[str, Any]) -> nn.Module:
