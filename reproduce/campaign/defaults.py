@@ -334,9 +334,11 @@ def measured(entry: Entry, root: Path) -> Entry:
     import dataclasses
 
     from reproduce.campaign.costs import GPU_KINDS, measured_programs, program_minutes
+    from reproduce.campaign.measure import is_measurement
     from reproduce.campaign.runner import cell_config
 
-    if not entry.runnable:
+    # A measurement cell (runtime table, Jacobian figure) is no sweep: it has no programs.
+    if not entry.runnable or is_measurement(entry):
         return entry
     exp, cfg = cell_config(entry, Path("runs/campaign/_probe"))
     programs = [(p.name, len(p.grid) * len(cfg.seeds)) for p in exp.plan(cfg)]
