@@ -371,6 +371,10 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
     (repro / "graphprop-differential").mkdir()
     (repro / "graphprop-differential" / "section.md").write_text(
         "## GraphProp: differential check\n\nOurs and theirs agree.\n")
+    (repro / "graphprop-plateau").mkdir()  # issue 37's measurement: a section, not a run
+    (repro / "graphprop-plateau" / "section.md").write_text(
+        "## GraphProp: where the plateau ends\n\nAfter a few hundred steps.\n")
+    (repro / "graphprop-plateau" / "curves.csv").write_text("epoch,val\n0,0.8\n")
     (repro / "campaign").mkdir()
     (repro / "campaign" / "plan.toml").write_text(
         '[[cell]]\nid = "transfer/line/3/gcn"\nexperiment = "transfer"\npriority = 1\n'
@@ -382,6 +386,8 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
     lines = render(repro, repro.parent / "RESULTS.md")
     text = (repro.parent / "RESULTS.md").read_text()
     assert "Ours and theirs agree." in text and not any("campaign" in w for w in lines)
+    assert text.index("After a few hundred steps.") < text.index("Ours and theirs agree.")
+    assert "graphprop-plateau: no results.json" not in text
     assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in text
 
 

@@ -105,13 +105,15 @@ def transfer_entries(root: Path) -> list[Entry]:
 
 
 GRAPHPROP_MODELS = ("swan", "swan-learn", "adgn", "gcn", "gin", "sage", "gat")
-# Epochs of a GraphProp screen (10 optimiser steps each at batch 512): where the plateau
-# ends at the grid points most likely to win, measured on the CPU
-# (reproductions/graphprop-plateau/REPORT.md), with margin for the ranking to settle.
-SCREEN_EPOCHS = 300
-SCREEN_BASIS = ("screen epochs from reproductions/graphprop-plateau/REPORT.md (where the "
-                "plateau ends); cost modelled: every point of the paper's grid, 1 seed, "
-                "full data (10 steps per epoch); CPU from the collected quarter-data runs "
+# Epochs of a GraphProp screen (10 optimiser steps each at batch 512): at least 2.5 times
+# the slowest plateau exit measured at the grid points most likely to win (770 steps,
+# epsilon 0.1; 200-430 at epsilon 1), rounded up to 50 epochs: 2,000 steps
+# (reproductions/graphprop-plateau/REPORT.md). It was 100 epochs.
+SCREEN_EPOCHS = 200
+SCREEN_BASIS = ("200 epochs: 2.5x the slowest plateau exit measured on the CPU "
+                "(reproductions/graphprop-plateau/REPORT.md); cost modelled: every point of "
+                "the paper's grid, 1 seed, full data (10 steps per epoch); CPU from the "
+                "collected quarter-data runs "
                 "(4 s per 3 steps at hidden 20, 10 layers, 2 runs); 100-epoch figures "
                 "(cpu 7200, h100 60, h200 50 min) scaled by epochs / 100")
 # The controls a GPU slice runs first (CELLS='graphprop-control/*'): ADGN on "SSSP"

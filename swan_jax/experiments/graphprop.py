@@ -207,7 +207,8 @@ class GraphProp(Experiment):
         """Per run, the authors' score of its best-validation parameters on val and test
         (`AUTHORS_SCORES`; `graphprop.batch_averaged_log10_mse` with the setting's batch
         size: at test 512 + 512 + 256 graphs). The epoch is the one the pooled validation
-        score chose (the authors choose by their batch-averaged one)."""
+        score chose, ties to the earlier (the authors choose by their batch-averaged one,
+        ties to the later)."""
         if result.best_params is None:
             return None
         level = TASK_LEVEL[program.cell["task"]]
