@@ -19,7 +19,12 @@ import numpy as np
 import pytest
 
 from reproduce.campaign import bundle, gather, loop, measure, plan
-from reproduce.campaign.defaults import HEADER, default_entries
+from reproduce.campaign.defaults import (
+    GRAPHPROP_MODELS,
+    HEADER,
+    SCREEN_EPOCHS,
+    default_entries,
+)
 from reproduce.campaign.runner import Deadline, cell_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -276,6 +281,25 @@ def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path
     assert full_cfg.epochs == 1500 and dict(full_cfg.grid)["hidden"] == (30,)
     other = {**screened, "config": {**screened["config"], "epochs": 50}}  # another protocol
     assert not gather.resolve(full, entries, [other]).runnable
+
+
+def test_graphprop_cells_cover_table_1_and_its_controls_come_first(tmp_path):
+    entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
+    assert {"gin", "sage", "gat"} <= set(GRAPHPROP_MODELS)
+    for task in ("diameter", "sssp", "eccentricity"):
+        for model in GRAPHPROP_MODELS:
+            screen = entries[f"graphprop-screen/{task}/{model}"]
+            assert screen.runnable and screen.config["epochs"] == SCREEN_EPOCHS
+            assert entries[f"graphprop/{task}/{model}"].status == f"after {screen.id}"
+    controls = [e for e in entries.values() if e.id.startswith("graphprop-control/")]
+    assert sorted(e.id for e in controls) == ["graphprop-control/sssp/adgn",
+                                              "graphprop-control/sssp/gcn"]
+    first_screen = min(e.priority for e in entries.values() if "screen" in e.id)
+    assert all(e.runnable and e.priority < first_screen for e in controls)
+    _, cfg = cell_config(entries["graphprop-control/sssp/adgn"], tmp_path)
+    assert (cfg.tasks, cfg.labels, cfg.models) == (("sssp",), ("paper",), ("adgn",))
+    assert (cfg.epochs, cfg.patience, len(cfg.seeds)) == (1500, 100, 4)  # the protocol
+    assert dict(cfg.grid)["epsilon"] == (1.0, 0.1)
 
 
 def test_command_line_refusals_are_one_line(tmp_path, capsys):

@@ -1,7 +1,8 @@
-"""RESULTS.md sections for the paper's smaller tables: the ablation (Table 3), the
-runtime table (RTX 3090), the Jacobian figure; the GraphProp differential
-check against the authors' code (written by its own session into
-`reproductions/graphprop-differential/section.md`, included verbatim); and where the
+"""RESULTS.md sections for what the paper has and the runs mostly do not yet: the ablation
+(Table 3), the runtime table (RTX 3090), the Jacobian figure; the GraphProp differential
+check against the authors' code and where the GraphProp plateau ends (each written by its
+own session into `reproductions/graphprop-differential/section.md` and
+`reproductions/graphprop-plateau/section.md`, included verbatim); and where the
 reproduction campaign stands (`reproductions/campaign/`)."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
 
 DIFFERENTIAL = "graphprop-differential"
+PLATEAU = "graphprop-plateau"
 SECTION_FILE = "section.md"
 CAMPAIGN = "campaign"
 
@@ -230,6 +232,13 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
             lines += [f"![Relative change of the Jacobian over layers, {run.name}]({rel})",
                       ""]
     return lines
+
+
+def plateau(root: Path) -> list[str]:
+    """Where the GraphProp plateau ends (issue 37): its own section, verbatim, when the
+    measurement's folder has one."""
+    path = root / PLATEAU / SECTION_FILE
+    return [path.read_text().rstrip(), ""] if path.exists() else []
 
 
 def differential(root: Path) -> list[str]:

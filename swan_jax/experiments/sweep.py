@@ -84,6 +84,8 @@ class Experiment:
     # False: the test split is scored only at the end, at each run's best validation epoch
     # (no per-epoch test curve), so an epoch evaluates once: one pass over a large graph.
     track_test: ClassVar[bool] = True
+    # More scores per run (`run_scores`), summarised per cell as `<name>_mean`, `_std`.
+    run_score_names: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------ what is particular
     def cells(self, cfg: SweepConfig) -> list[Cell]:
@@ -123,6 +125,12 @@ class Experiment:
     def scale(self, cell: Mapping[str, Any]) -> float:
         """Table values are the metric times this (100: percent, as the paper prints)."""
         return self.display_scale
+
+    def run_scores(self, cfg: SweepConfig, program: Program, result: TrainResult,
+                   splits: Mapping[str, Split]) -> list[dict[str, float]] | None:
+        """Per run (in `result.runs`' order), more scores of its best parameters, named
+        in `run_score_names` (GraphProp: the authors' batch-averaged score); none here."""
+        return None
 
     def extra_results(self, cfg: SweepConfig) -> dict[str, Any]:
         """More top-level entries of results.json (reference scores, ...); none here."""
@@ -369,11 +377,14 @@ def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
                    result: TrainResult, splits: Mapping[str, Split] | None = None
                    ) -> dict[str, Any]:
     seconds = [h["seconds"] for h in result.history]
+    extra = (exp.run_scores(cfg, program, result, splits) if splits is not None else None)
+    extra = extra or [{}] * len(result.runs)
     return {
         "data_sizes": data_sizes(splits) if splits is not None else None,
         "program": program.ident, "epochs": cfg.epochs, "name": program.name, **program.cell,
         "static": program.static,
-        "runs": [{**r, "hparams": {**program.static, **r["hparams"]}} for r in result.runs],
+        "runs": [{**r, **more, "hparams": {**program.static, **r["hparams"]}}
+                 for r, more in zip(result.runs, extra, strict=True)],
         "metric": exp.task_for(cfg, program.cell).metric, "num_params": result.num_params,
         "epochs_completed": result.epochs_completed,
         "first_epoch_seconds": seconds[0] if seconds else None,
@@ -493,8 +504,10 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             **{k: best[k] for k in ("val_mean", "val_std", "test_mean", "test_std")},
             "seeds": sorted({r["seed"] for r in chosen}),
             "per_seed": [{k: r[k] for k in ("seed", "val_at_best", "test", "best_epoch",
-                                            "epochs_run", "diverged", *exp.pooled_axes)}
+                                            "epochs_run", "diverged", *exp.pooled_axes,
+                                            *exp.run_score_names) if k in r}
                          for r in chosen],
+            **_run_score_summary(exp.run_score_names, chosen),
             "epochs_run": [r["epochs_run"] for r in chosen],
             "diverged": [r["diverged"] for r in chosen],
             "epochs_completed": max(rec["epochs_completed"] for rec in recs),
@@ -515,6 +528,19 @@ def _pooled_run(run: Mapping[str, Any], rec: Mapping[str, Any], pooled: Sequence
     hparams = run["hparams"]
     return {**run, "hparams": {k: v for k, v in hparams.items() if k not in pooled},
             **{a: hparams.get(a, rec.get(a)) for a in pooled}}
+
+
+def _run_score_summary(names: Sequence[str], runs: Sequence[Mapping[str, Any]]
+                       ) -> dict[str, float | None]:
+    """`<name>_mean` and `<name>_std` (population) over the runs that have the score
+    (None where none has: a run trained before the score existed)."""
+    out: dict[str, float | None] = {}
+    for name in names:
+        values = [float(r[name]) for r in runs if r.get(name) is not None]
+        finite = [v for v in values if np.isfinite(v)]
+        out[f"{name}_mean"] = float(np.mean(finite)) if finite else None
+        out[f"{name}_std"] = float(np.std(finite)) if finite else None
+    return out
 
 
 def _list_or_none(value):
