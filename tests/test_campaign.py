@@ -294,7 +294,8 @@ def test_graphprop_cells_cover_table_1_and_its_controls_come_first(tmp_path):
     controls = [e for e in entries.values() if e.id.startswith("graphprop-control/")]
     assert sorted(e.id for e in controls) == ["graphprop-control/sssp/adgn",
                                               "graphprop-control/sssp/gcn"]
-    first_screen = min(e.priority for e in entries.values() if "screen" in e.id)
+    first_screen = min(e.priority for e in entries.values()
+                       if e.id.startswith("graphprop-screen/"))
     assert all(e.runnable and e.priority < first_screen for e in controls)
     _, cfg = cell_config(entries["graphprop-control/sssp/adgn"], tmp_path)
     assert (cfg.tasks, cfg.labels, cfg.models) == (("sssp",), ("paper",), ("adgn",))

@@ -49,7 +49,7 @@ VARIANT_LIST = "valid: " + ", ".join(VARIANTS)
 
 UNKNOWN_NAMES = [
     ("transfer", ["--model", "swan,gin2"], r"argument --model/--models: unknown 'gin2'; valid: "
-                                           r"swan, swan-learn, .*, gcn, gin, sage, gat$"),
+                                           r"swan, swan-learn, .*, gcn, gin, sage, gat, gps$"),
     ("transfer", ["--variant", "swan-xl"], rf"argument --variant: unknown 'swan-xl'; "
                                            rf"{VARIANT_LIST}$"),
     ("transfer", ["--topology", "torus"], r"argument --topology/--topologies: unknown 'torus'; "
@@ -62,7 +62,7 @@ UNKNOWN_NAMES = [
                                        r"eccentricity$"),
     ("graphprop", ["--models", "swan-ld,gine"], r"argument --models: unknown 'gine'; valid: "
                                                 r"swan, swan-learn, swan-ld, .*, adgn, gcn, gin, "
-                                                r"sage, gat$"),
+                                                r"sage, gat, graphcon$"),
     ("graphprop", ["--variant", "gcn"], rf"argument --variant: unknown 'gcn'; {VARIANT_LIST}$"),
     ("graphprop", ["--labels", "ogb"], r"argument --labels: unknown 'ogb'; valid: "
                                               r"paper, faithful, swan-code$"),
