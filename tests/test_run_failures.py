@@ -261,11 +261,11 @@ def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path,
         assert message.startswith("missing data, nothing was trained:")
         for cell in (["peptides-struct / swan:", "pascalvoc-sp / swan:"] if name == "lrgb"
                      else ["tolokers / swan / 0:"]):
-            assert f"\n  {cell} missing raw file(s)" in message
+            assert f"\n  {cell} not run: data unavailable (missing raw file(s)" in message
         assert ("download failed" in message or "could not download" in message) \
             and "network disabled in tests" in message
-        assert message.endswith("get the files above, or pass --skip-missing to run only "
-                                "the cells whose data is present")
+        assert message.endswith("get the files above, or pass --skip-missing (make: leave "
+                                "out STRICT=1) to run only the cells whose data is present")
         assert _snapshot(data) == before
         assert not downloads.exists()  # not even the empty folders of a download
         assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()

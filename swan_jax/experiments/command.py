@@ -206,7 +206,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")
     if outcome.not_run:
-        print("PARTIAL RUN (--skip-missing), not run: " + "; ".join(outcome.not_run))
+        print(f"PARTIAL RUN (--skip-missing): {len(outcome.not_run)} data set(s) missing:\n  "
+              + "\n  ".join(outcome.not_run))
     return report_divergence(exp, cfg, outcome.cells)
 
 

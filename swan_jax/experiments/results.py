@@ -69,7 +69,9 @@ def summarise(path: str | Path) -> list[str]:
     lines = [f"{path.parent}: {results.get('experiment', '?')}, {len(cells)} cell(s)"
              + (f", measured on {where}" if where else "")]
     lines += [f"  {cell_line(cell)}" for cell in cells]
-    lines += [f"  not run: {item}" for item in results.get("not_run") or []]
+    # lines written before issue 41 name only the cells and the reason
+    lines += [f"  {item}" if "not run:" in item else f"  not run: {item}"
+              for item in results.get("not_run") or []]
     table = path.parent / "table.md"
     if table.is_file():
         lines.append(f"  table beside the paper: {table}")

@@ -236,6 +236,14 @@ class SweepRefused(RuntimeError):
     """What the sweep refuses before any training (one line for the user)."""
 
 
+class DataUnavailable(SweepRefused):
+    """Cells refused for missing data (a line per data set: what is missing, how to get
+    it). Nothing was trained, and nothing a run already saved was touched."""
+
+
+NOT_RUN = "not run: data unavailable"  # how a skipped cell is marked (table, results)
+
+
 def check_outputs(cfg: SweepConfig) -> None:
     """Every output folder a folder (or creatable) and writable; nothing is created."""
 
@@ -262,8 +270,9 @@ def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: Result
 
 def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
                     ) -> tuple[list[Cell], list[str]]:
-    """The cells whose data is there, and a line per missing data set naming its cells
-    (refused unless `skip_missing`)."""
+    """The cells whose data is there, and one line per missing data set naming its cells,
+    what is missing and how to get it. Refused (`DataUnavailable`) unless `skip_missing`,
+    and with it too when no cell is left to run."""
     missing: dict[Any, str | None] = {}
     for cell in cells:
         key = exp.data_key(cfg, cell)
@@ -274,13 +283,17 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
             gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
-    lines = [f"{', '.join(names)}: {reason}" for reason, names in gone.items()]
+    lines = [f"{', '.join(names)}: {NOT_RUN} ({reason})" for reason, names in gone.items()]
+    left = [c for c in cells if not missing[exp.data_key(cfg, c)]]
     if lines and not cfg.skip_missing:
-        raise SweepRefused(
+        raise DataUnavailable(
             "missing data, nothing was trained:\n  " + "\n  ".join(lines)
-            + "\nget the files above, or pass --skip-missing to run only the cells whose "
-              "data is present")
-    return [c for c in cells if not missing[exp.data_key(cfg, c)]], lines
+            + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
+              "run only the cells whose data is present")
+    if lines and not left:
+        raise DataUnavailable("no cell has its data, nothing was trained:\n  "
+                              + "\n  ".join(lines) + "\nget the files above")
+    return left, lines
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
@@ -541,6 +554,8 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     cells = exp.cells(cfg)
     check_folders(cfg, exp.plan(cfg, cells), results)
     cells, skipped = available_cells(exp, cfg, cells)
+    for line in skipped:  # said before the work, and again at the end
+        print(line, flush=True)
     programs = exp.plan(cfg, cells)
     todo = [p for p in programs if not results.done(done_key(cfg, p))]
     for program in programs:
