@@ -27,7 +27,13 @@ from typing import Any
 
 from reproduce.campaign import bundle, gather
 from reproduce.campaign.plan import Entry, load_plan
-from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
+from reproduce.campaign.runner import (
+    DATA_HINT,
+    FIRST_EPOCH_SECONDS,
+    CellOutcome,
+    Deadline,
+    run_cell,
+)
 from swan_jax.io import write_text_atomic
 
 STATE_FILE = "state.json"
@@ -232,6 +238,8 @@ def _save_state(opts: Options, state: dict[str, Any], cells: Sequence[str]) -> N
 
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
               ) -> list[str]:
+    from swan_jax.experiments.sweep import DataUnavailable
+
     work = opts.work / entry.slug
     if opts.bundle_path(entry).exists():
         bundle.restore_bundle(opts.bundle_path(entry), work)
@@ -242,8 +250,13 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
-    except Exception as err:  # one cell's failure (missing data, a bug) stops only it
-        line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+    except DataUnavailable as err:  # nothing ran: the cell's state (under way) stands
+        line = (f"{entry.id}: not run, its state kept: " + "; ".join(err.lines)
+                + f" (data: --data-dir of the plan, else $SWAN_DATA_DIR, else {DATA_HINT})")
+        print(line, flush=True)
+        return [line]
+    except Exception as err:  # one cell's failure (memory, a bug) stops only it
+        line = f"{entry.id}: failed: {type(err).__name__}: {one_line(err)}"
         state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
         print(line, flush=True)
         return [line]
@@ -257,6 +270,11 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     _install_signals(deadline)  # back to stopping cleanly
     print("\n".join(lines), flush=True)
     return lines
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (a refusal lists one data set per line)."""
+    return " ".join(str(err).split())
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:

@@ -238,7 +238,11 @@ class SweepRefused(RuntimeError):
 
 class DataUnavailable(SweepRefused):
     """Cells refused for missing data (a line per data set: what is missing, how to get
-    it). Nothing was trained, and nothing a run already saved was touched."""
+    it, also as `lines`). Nothing was trained, nothing a run already saved was touched."""
+
+    def __init__(self, message: str, lines: Sequence[str]):
+        super().__init__(message)
+        self.lines = list(lines)
 
 
 NOT_RUN = "not run: data unavailable"  # how a skipped cell is marked (table, results)
@@ -289,10 +293,10 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         raise DataUnavailable(
             "missing data, nothing was trained:\n  " + "\n  ".join(lines)
             + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
-              "run only the cells whose data is present")
+              "run only the cells whose data is present", lines)
     if lines and not left:
         raise DataUnavailable("no cell has its data, nothing was trained:\n  "
-                              + "\n  ".join(lines) + "\nget the files above")
+                              + "\n  ".join(lines) + "\nget the files above", lines)
     return left, lines
 
 
