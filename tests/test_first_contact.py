@@ -1,10 +1,13 @@
-"""A new user's first contact (issue 41): the README's main job on a fresh machine.
+"""A new user's first contact and faults near the end of a run (issue 41).
 
 `make reproduce-lrgb EPOCHS=1 SEEDS=0` with only Peptides-func present (Peptides-struct
 and PascalVOC-SP absent, no network) trains what it has, says in one line per missing
 data set what is missing and how to get it, marks those cells in `table.md`, and exits 0;
 it fails only when nothing could run; `STRICT=1` keeps the refusal. The command line is
 the one `make -n` builds from the Makefile, run here in this process (tiny sizes added).
+
+An interrupt during the last checkpoint write or the final scoring is held until the
+write is whole, then ends the run with exit 130 and the resume command, no epoch lost.
 """
 
 from __future__ import annotations
@@ -13,15 +16,18 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from swan_jax.experiments import lrgb
+from swan_jax.experiments import lrgb, transfer
 from tests.test_lrgb_experiment import write_peptides
-from tests.test_run_failures import exits
+from tests.test_run_failures import TINY_TRANSFER, exits
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
@@ -91,3 +97,109 @@ def test_make_strict_keeps_the_refusal_naming_what_lifts_it(tmp_path):
     assert message.endswith("pass --skip-missing (make: leave out STRICT=1) to run only the "
                             "cells whose data is present")
     assert not (tmp_path / "res").exists()
+
+
+# ------------------------------------------------------------- interrupts near the end
+
+
+def test_a_held_interrupt_arrives_after_the_block(monkeypatch):
+    """Inside `held()` Ctrl-C is recorded and raised when the block is whole; an error of
+    the block wins (the run ends either way); SIG_IGN is left alone."""
+    from swan_jax import interrupts
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs at the next bytecode: it must only record
+            assert interrupts.holding()
+            done.append("whole")
+    assert done == ["whole"] and not interrupts.holding()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(OSError, match="disk"), interrupts.held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        raise OSError("disk")
+    monkeypatch.setattr(signal, "getsignal", lambda sig: signal.SIG_IGN)
+    with interrupts.held():  # nothing to hold, nothing replaced
+        pass
+
+
+def _interrupt_inside(monkeypatch, owner, name: str, when) -> None:
+    """`owner.name` sends this process SIGINT in the middle of its work when `when(args)`."""
+    real = getattr(owner, name)
+
+    def interrupted(*args, **kwargs):
+        if when(args):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a Python-level handler would have raised by now
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
+@pytest.mark.parametrize("where", ["final checkpoint write", "final scoring"])
+def test_an_interrupt_at_the_end_loses_no_epoch_and_exits_130(where, tmp_path, monkeypatch,
+                                                               capsys):
+    """Ctrl-C in the middle of orbax writing the last epoch's checkpoint, or of the final
+    scores: the write completes, the run exits 130 with the resume command (not a disk
+    error, not exit 0), every epoch is kept, and the resume only scores and records."""
+    from swan_jax.train import _loop
+
+    if where == "final checkpoint write":  # once orbax has made the temporary folder
+        from orbax.checkpoint._src.path import atomicity
+
+        real, sent = atomicity._create_tmp_directory, []
+
+        async def interrupted(makedir, tmp_dir, **kwargs):
+            made = await real(makedir, tmp_dir, **kwargs)
+            if "3.orbax-checkpoint-tmp" in str(tmp_dir) and not sent:
+                sent.append(os.kill(os.getpid(), signal.SIGINT))
+            return made
+
+        monkeypatch.setattr(atomicity, "_create_tmp_directory", interrupted)
+    else:
+        _interrupt_inside(monkeypatch, _loop, "_result", lambda args: True)
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache")]
+    capsys.readouterr()
+    assert exits(transfer.main, argv).code == 130
+    err = capsys.readouterr().err
+    [folder] = (tmp_path / "res" / "checkpoints" / "line" / "3" / "swan").iterdir()
+    assert not any(word in err for word in ("Traceback", "Exception ignored", "free space"))
+    assert err.splitlines()[-2:] == [
+        f"interrupted: 3 epoch(s) of the running program are safely checkpointed in "
+        f"{folder}; no program has finished yet ({tmp_path / 'res' / 'results.json'} is "
+        f"written when one does).",
+        "resume with: " + shlex.join([sys.executable, "-m", "swan_jax.experiments.transfer",
+                                      *argv, "--resume"])]
+    assert max(int(p.name) for p in folder.iterdir() if p.name.isdigit()) == 3
+    assert [json.loads(line)["epoch"] for line in
+            (folder / "history.jsonl").read_text().splitlines()] == [0, 1, 2]
+    monkeypatch.undo()
+    assert transfer.main([*argv, "--resume"]) == 0
+    assert "resuming after epoch 3 of 3" in capsys.readouterr().out
+    [record] = json.loads((tmp_path / "res" / "results.json").read_text())["records"]
+    assert record["epochs_completed"] == 3
+
+
+def test_the_watchdog_waits_for_a_held_write(tmp_path):
+    """The command line's watchdog ends a process whose main thread does not take a signal
+    within `grace` seconds; a held checkpoint write is not stuck: it waits for it."""
+    done = tmp_path / "done"
+    child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, pathlib, signal, sys, time
+        from swan_jax import interrupts
+        from swan_jax.experiments import signals
+
+        try:
+            with signals.interrupts_like_ctrl_c(lambda: "stuck", grace=0.2):
+                with interrupts.held():
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(1.5)  # a long write, 7x the grace
+                    pathlib.Path({str(done)!r}).touch()
+        except KeyboardInterrupt:
+            sys.exit(signals.exit_code())
+        """)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert child.returncode == 130 and "stuck" not in child.stderr, child.stderr
+    assert done.exists()

@@ -113,9 +113,16 @@ def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
 def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> str:
     """What the interrupt watchdog prints when a compiled step does not return in time."""
     return (f"interrupted by {signals.signal_name()} inside a compiled step that did not "
-            f"return within seconds: the running program's last checkpoint is kept, finished "
-            f"programs are in {cfg.results_dir}/results.json.\n"
-            f"resume with: {resume_command(exp, argv)}")
+            f"return within seconds: the running program's last checkpoint is kept; "
+            f"{finished_where(cfg)}.\nresume with: {resume_command(exp, argv)}")
+
+
+def finished_where(cfg: SweepConfig) -> str:
+    """Where the finished programs are: the results file, when there is one yet."""
+    path = Path(cfg.results_dir) / "results.json"
+    if path.is_file():
+        return f"finished programs are in {path}"
+    return f"no program has finished yet ({path} is written when one does)"
 
 
 def flag_spelling(exp: Experiment) -> Callable[[str, Any], str | None]:
@@ -190,12 +197,12 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else
                 "the running program kept no checkpoints")
-        print(f"interrupted{_by()}: {kept}; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()}: {kept}; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except KeyboardInterrupt:  # outside an epoch: loading data, compiling
-        print(f"interrupted{_by()} between epochs; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()} between epochs; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except Exception as err:  # data-layer errors become one line; anything else is a bug
         message = data_error_message(exp, err) or disk_full_message(err)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
+from swan_jax.interrupts import held
 from swan_jax.pytrees import tree_size
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
@@ -336,7 +337,14 @@ def _save_completed(prog: _Program, state: RunState, log: _Log, folder: ProgramF
 
 def _save(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
           started: float) -> None:
-    """Checkpoint the state after the newest epoch and append its pending history lines."""
+    """Checkpoint the state after the newest epoch and append its pending history lines,
+    a Ctrl-C or SIGTERM held until both are written (`interrupts.held`)."""
+    with held():
+        _save_now(prog, state, log, folder, started)
+
+
+def _save_now(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
+              started: float) -> None:
     epoch = len(log.history)
     folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
                                "wall_time": log.past_wall + time.perf_counter() - started,
@@ -476,4 +484,9 @@ def train(
         progress.close()
         trackers.close()
         folder.close()
-    return _result(prog, state, log, num_params, started)
+    try:  # every epoch is saved: an interrupt now waits for the scores, then ends the run
+        with held():
+            return _result(prog, state, log, num_params, started)
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(log.saved_epochs,
+                                  cfg.checkpoint_dir if folder.saves else None) from None
