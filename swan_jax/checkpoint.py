@@ -86,7 +86,8 @@ class CheckpointStore:
                 self._manager.wait_until_finished()
         except Exception as err:  # noqa: BLE001 - orbax wraps OS errors in ValueError
             self._discard_partial(epoch)
-            kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
+            with _quiet_orbax():  # orbax >= 0.11 warns that `read` is deprecated
+                kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
             resume = (Hint("resume", True, f"{{switch}} continues from epoch {max(kept)}, "
                                            f"kept in {self.directory / str(max(kept))}")
                       if kept else None)

@@ -13,6 +13,7 @@ write is whole, then ends the run with exit 130 and the resume command, no epoch
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -203,3 +204,86 @@ def test_the_watchdog_waits_for_a_held_write(tmp_path):
         """)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert child.returncode == 130 and "stuck" not in child.stderr, child.stderr
     assert done.exists()
+
+
+# ------------------------------------------------------- the library's line, and only it
+
+
+def test_a_solver_out_of_steps_logs_no_callback_traceback(caplog):
+    """JAX logs a failed callback with its traceback and equinox's banner before raising
+    it; for a SWAN solver error `clear_errors` raises the one sentence and drops that log."""
+    import jax
+
+    import swan_jax as sj
+    from tests.test_api_checks import inputs
+
+    graph, cfg, params, x = inputs(True)
+    step = jax.jit(lambda p: sj.solve(p, graph, x, cfg, "tsit5", rtol=1e-10, atol=1e-10,
+                                      max_steps=2))
+    with caplog.at_level(logging.DEBUG, logger="jax._src.callback"):
+        with pytest.raises(sj.SolverError, match=r"^solver 'tsit5' used its whole budget"):
+            with sj.clear_errors():
+                jax.block_until_ready(step(params))
+    assert [r.getMessage() for r in caplog.records if r.name == "jax._src.callback"] == []
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="jax._src.callback"):  # outside: left alone
+        with pytest.raises(Exception, match="max_steps=2"):
+            jax.block_until_ready(step(params))
+    assert any(r.name == "jax._src.callback" for r in caplog.records)
+
+
+def test_background_errors_go_to_a_log_file_not_the_terminal(tmp_path, capfd):
+    """What orbax's threads report after the run's own error (an unraisable exception; an
+    asyncio task whose exception nobody retrieved) lands in <results>/background-errors.log."""
+    import asyncio
+    import gc
+
+    from swan_jax.experiments import command
+
+    before = logging.getLogger("asyncio").propagate
+    try:
+        command.log_background_errors(tmp_path)
+
+        async def fails():
+            raise ValueError("RESOURCE_EXHAUSTED: No space left on device")
+
+        loop = asyncio.new_event_loop()
+        task = loop.create_task(fails())
+        loop.run_until_complete(asyncio.sleep(0.01))
+        loop.close()
+        del task
+        gc.collect()
+        sys.unraisablehook(type("U", (), {"exc_type": RuntimeError, "exc_value": RuntimeError(
+            "Event loop is closed"), "exc_traceback": None, "err_msg": None, "object": None}))
+    finally:
+        logging.getLogger("asyncio").propagate = before
+        for handler in list(logging.getLogger("asyncio").handlers):
+            logging.getLogger("asyncio").removeHandler(handler)
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "RESOURCE_EXHAUSTED" not in err + out
+    log = (tmp_path / command.BACKGROUND_LOG).read_text()
+    assert "Task exception was never retrieved" in log and "No space left on device" in log
+    assert "RuntimeError: Event loop is closed" in log
+
+
+def test_a_truncated_checkpoint_is_its_one_line_alone(tmp_path, capsys):
+    """Resuming from a truncated checkpoint (a real orbax restore, in a process of its
+    own: the tracebacks came from tensorstore's threads at exit): the one line, no more."""
+    argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
+            str(tmp_path / "cache"), "--checkpoint-seconds", "0"]
+    assert transfer.main(argv) == 0
+    [folder] = (tmp_path / "res" / "checkpoints" / "line" / "3" / "swan").iterdir()
+    for data in (folder / "3" / "state").rglob("d/*"):  # the arrays, not their metadata
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 3])
+    (tmp_path / "res" / "results.json").unlink()
+    # without the suite's compilation cache (tests/conftest.py), as on a first run: with
+    # the programs read from it, the restore fails before tensorstore's threads report
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    child = subprocess.run([sys.executable, "-m", "swan_jax.experiments.transfer", *argv,
+                            "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env=env)
+    assert child.returncode == 1
+    [line] = child.stderr.splitlines()
+    assert line.startswith(f"the checkpoint {folder / '3'} cannot be read (")
+    assert line.endswith("delete that folder to resume from epoch 2, or pass --overwrite "
+                         "(without --resume) to start the program again")

@@ -14,11 +14,16 @@ setting into a flag.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
+import logging
 import pickle
 import shlex
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -176,12 +181,56 @@ def solver_error_message(exp: Experiment, err: SolverError) -> str:
     return f"solver error: {' '.join(err.render(flag_spelling(exp)).split())}"
 
 
+BACKGROUND_LOG = "background-errors.log"
+
+
+class _BackgroundLog(logging.Handler):
+    """Appends to `<results-dir>/background-errors.log` (the temporary folder while there
+    is no results folder): what orbax's writer and reader threads report after the run's
+    own error is raised."""
+
+    def __init__(self, results_dir: Path):
+        super().__init__()
+        self.results_dir = Path(results_dir)
+
+    def write(self, text: str) -> None:
+        folder = self.results_dir if self.results_dir.is_dir() else Path(tempfile.gettempdir())
+        with contextlib.suppress(Exception), open(folder / BACKGROUND_LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.write(logging.Formatter("%(name)s %(levelname)s %(message)s").format(record))
+
+    def unraisable(self, unraisable) -> None:
+        self.write(f"{unraisable.err_msg or 'unraisable'} {unraisable.object!r}\n"
+                   + "".join(traceback.format_exception(unraisable.exc_type,
+                                                        unraisable.exc_value,
+                                                        unraisable.exc_traceback)))
+
+
+def log_background_errors(results_dir: Path) -> None:
+    """Keep the reports of errors nothing can raise out of the terminal, in a log file:
+    tensorstore's threads calling into orbax's closed event loop after a failed restore
+    (`sys.unraisablehook`: 32 tracebacks of "Event loop is closed") and orbax's write
+    tasks failing on a full disk (asyncio's "Task exception was never retrieved", one
+    traceback per array). The run's own one line is what a user reads. For the rest of
+    the process: they come at its exit too."""
+    handler = _BackgroundLog(results_dir)
+    sys.unraisablehook = handler.unraisable
+    asyncio_log = logging.getLogger("asyncio")
+    for old in [h for h in asyncio_log.handlers if isinstance(h, _BackgroundLog)]:
+        asyncio_log.removeHandler(old)  # a second run in this process: its own folder
+    asyncio_log.addHandler(handler)
+    asyncio_log.propagate = False
+
+
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(exp, argv)
     if "--dry-run" in argv:
         return dry_run(exp, cfg)
+    log_background_errors(cfg.results_dir)
     try:
         # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
         # is its one sentence, not equinox's wrapping
