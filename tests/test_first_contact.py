@@ -23,7 +23,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from swan_jax.experiments import lrgb, transfer
@@ -287,3 +289,137 @@ def test_a_truncated_checkpoint_is_its_one_line_alone(tmp_path, capsys):
     assert line.startswith(f"the checkpoint {folder / '3'} cannot be read (")
     assert line.endswith("delete that folder to resume from epoch 2, or pass --overwrite "
                          "(without --resume) to start the program again")
+
+
+# ------------------------------------------------ the Python API checked like the CLI
+
+
+def _never_trained(monkeypatch):
+    """Fail the test if `train` gets past its initialisation."""
+    from swan_jax.train import _loop
+
+    monkeypatch.setattr(_loop, "fresh_state", lambda *a, **k: pytest.fail("it trained"))
+
+
+@pytest.mark.parametrize("grid, line", [
+    ((), "grid is empty: give at least one grid point, e.g. [{}] (the default) or "
+         "[{'learning_rate': 1e-3}]"),
+    ({"epsilon": 0.1}, "grid must be a list of grid points (dicts of hyper-parameters), got "
+                       "dict"),
+    ([{"epsilon": -1.0, "beta": 1.0}], "grid point 0: epsilon must be a finite number > 0, "
+                                       "got -1.0"),
+    ([{"epsilon": 0.1, "beta": 1.0}, {"epsilon": float("nan"), "beta": 1.0}],
+     "grid point 1: epsilon must be a finite number > 0, got nan"),
+    ([{"epsilon": 0.1, "beta": 1.0, "learning_rate": 0.0}],
+     "grid point 0: learning_rate must be a finite number > 0, got 0.0"),
+    ([{"epsilon": 0.1, "beta": 1.0, "epsilonn": 0.2}],
+     "grid: key(s) 'epsilonn' are read by nothing: model_fn(hp) never reads them and train "
+     "reads only learning_rate, weight_decay, grad_clip; drop them from the grid, or read "
+     "them in model_fn"),
+])
+def test_train_checks_its_grid_before_anything_compiles(grid, line, monkeypatch):
+    from swan_jax.settings import SettingError
+    from swan_jax.train import TrainConfig, train
+    from tests.train_script import line_swap_dataset, model_fn, splits
+
+    _never_trained(monkeypatch)
+    with pytest.raises(SettingError) as err:
+        train(model_fn, splits(line_swap_dataset(12)), TrainConfig(epochs=1, progress=False),
+              grid)
+    assert str(err.value) == line
+
+
+def test_a_grid_key_read_only_in_the_forward_pass_is_accepted(monkeypatch):
+    """A model may read a key late (in `__call__`): the check then traces a forward pass
+    (no compile) before refusing anything."""
+    import flax.linen as nn
+
+    from swan_jax.train import TrainConfig, train
+    from tests.train_script import line_swap_dataset, model_fn, splits
+
+    class Scaled(nn.Module):
+        hp: Any
+
+        @nn.compact
+        def __call__(self, graph):
+            return model_fn(self.hp)(graph) * self.hp["scale"]
+
+    from swan_jax.train import _loop
+
+    class Reached(Exception):
+        pass
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(_loop, "fresh_state", reached)
+    with pytest.raises(Reached):  # past the checks, where training starts
+        train(lambda hp: Scaled(hp), splits(line_swap_dataset(12)),
+              TrainConfig(epochs=1, progress=False), [{"epsilon": 0.1, "beta": 1.0,
+                                                       "scale": 2.0}])
+
+
+# ------------------------------------------------------------ user data, one line each
+
+
+def test_string_node_features_are_refused_naming_the_field():
+    from swan_jax.data import GraphDataset
+
+    graph = {"nodes": np.array([["C"], ["N"]]), "senders": np.array([0]),
+             "receivers": np.array([1])}
+    with pytest.raises(ValueError) as err:
+        GraphDataset.from_graphs([graph])
+    assert str(err.value) == ("nodes must be numbers, got dtype <U1 (e.g. 'C'): encode text "
+                              "or categories as numbers first (an index, or one-hot columns)")
+
+
+def test_a_cache_of_the_wrong_arrays_is_named_and_rebuilt(tmp_path, capsys):
+    """A valid file whose arrays are no data set (sum(n_node) != rows): named, then None
+    (the loader rebuilds it), not a traceback that names no file."""
+    from swan_jax.data import GraphDataset
+    from swan_jax.data.dataset import CACHE_VERSION
+
+    path = tmp_path / "cache.npz"
+    np.savez(path, nodes=np.ones((3, 2)), n_node=np.asarray([5]), n_edge=np.asarray([0]),
+             senders=np.zeros(0, np.int32), receivers=np.zeros(0, np.int32),
+             cache_version=np.asarray(CACHE_VERSION))
+    assert GraphDataset.load(path) is None
+    assert capsys.readouterr().err == (f"cache {path} holds arrays that are not a data set "
+                                       f"(nodes has 3 rows but sum(n_node) = 5); rebuilding it\n")
+
+
+@pytest.mark.parametrize("text", ["{\"records\": [", "[]", "{\"records\": 3}", "\xff"])
+def test_a_corrupt_results_file_on_resume_is_one_line(text, tmp_path):
+    from swan_jax.experiments.records import ResultsFile
+
+    path = tmp_path / "results.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(FileExistsError) as err:
+        ResultsFile(path, resume=True)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"{path} is not a results file --resume can "
+                                                f"continue (")
+    assert line.endswith("move it away (the checkpoints are kept and resume), or pass "
+                         "--overwrite to start again")
+
+
+# ------------------------------------------------------------------ smaller things
+
+
+def test_swan_results_prints_percent_metrics_as_table_md_does():
+    from swan_jax.experiments import results
+
+    ap = {"dataset": "peptides-func", "variant": "swan", "metric": "ap", "test_mean": 0.5875,
+          "test_std": 0.0077, "seeds": [0, 1, 2]}
+    assert results.cell_line(ap) == ("peptides-func / swan: test ap 58.75 ± 0.77 % over 3 "
+                                     "seed(s)")
+    mae = {**ap, "metric": "mae", "test_mean": 0.2571, "test_std": 0.0018}
+    assert results.cell_line(mae).startswith("peptides-func / swan: test mae 0.2571 ± 0.0018 "
+                                             "over")
+
+
+def test_internal_grid_name_is_not_offered_in_help(capsys):
+    with pytest.raises(SystemExit):
+        lrgb.main(["--help"])
+    out = capsys.readouterr().out
+    assert "--grid-name" not in out and "--grid {paper,full}" in out
