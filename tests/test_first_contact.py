@@ -423,3 +423,33 @@ def test_internal_grid_name_is_not_offered_in_help(capsys):
         lrgb.main(["--help"])
     out = capsys.readouterr().out
     assert "--grid-name" not in out and "--grid {paper,full}" in out
+
+
+@pytest.mark.parametrize("columns", [None, 0])
+def test_featurisation_progress_in_a_log_or_a_zero_width_terminal_is_plain_lines(
+        columns, monkeypatch, capsys):
+    """No terminal (a log): no carriage returns; a terminal of 0 columns: lines, not a bar
+    tqdm draws 0 characters wide for minutes."""
+    import shutil
+
+    from swan_jax.data import progress
+
+    if columns is not None:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+        monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: os.terminal_size((0, 24)))
+    assert not progress.watched()
+    clock = iter(range(0, 1000, 20))
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    assert list(progress.progress(list("abcd"), desc="Peptides", unit="mol")) == list("abcd")
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert err.splitlines() == ["Peptides: 2 of 4 mol(s)", "Peptides: 4 of 4 mol(s)"]
+
+
+def test_help_says_each_default_once(capsys):
+    with pytest.raises(SystemExit):
+        lrgb.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "raw files (default $SWAN_DATA_DIR, else data/) --" in text
+    for said in ("else data/)", "<results-dir>/checkpoints)"):  # was followed by argparse's
+        assert f"{said} (default: none)" not in text and said in text   # "(default: none)"

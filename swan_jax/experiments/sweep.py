@@ -398,6 +398,7 @@ class _Overall:
 
     def __init__(self, cfg: SweepConfig, todo: Sequence[Program]):
         self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
+        self.programs, self.measured = len(todo), 0
         self.bar = None
         self.quiet = cfg.quiet
         # A bar only on a terminal (or a notebook): a batch job's log gets each
@@ -412,12 +413,18 @@ class _Overall:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
-        left = (self.total - 2) * record["seconds"]
-        # epoch 1 compiles; epoch 2 shows the cost
-        if self.done == 2 and left > 60 and not self.quiet:
+        if epoch != 1 or self.quiet:  # each program's first epoch compiles; its second
+            return                    # shows its pace: estimated again for each program
+        self.measured += 1
+        rest = self.total - self.done
+        later = self.programs - self.measured
+        if rest * record["seconds"] > 60:
             print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
-                  f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
-                  f"early stopping; the bar's ETA follows the real pace)", flush=True)
+                  f"{duration(rest * record['seconds'])} for the remaining {rest} epoch(s) "
+                  f"at this program's pace (less with early stopping"
+                  + (f"; {later} program(s) not started yet, each estimated again at its "
+                     f"own pace: another model or width can be slower)" if later else ")"),
+                  flush=True)
 
     def program_done(self, epochs_run_now: int, epochs: int) -> None:
         rest = max(epochs - epochs_run_now, 0)  # early stopping, or resumed epochs
