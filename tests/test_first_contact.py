@@ -453,3 +453,23 @@ def test_help_says_each_default_once(capsys):
     assert "raw files (default $SWAN_DATA_DIR, else data/) --" in text
     for said in ("else data/)", "<results-dir>/checkpoints)"):  # was followed by argparse's
         assert f"{said} (default: none)" not in text and said in text   # "(default: none)"
+
+
+def test_a_model_that_maps_over_its_hp_reads_every_key(monkeypatch):
+    """`jax.tree_util.tree_map` over hp counts as reading it all (never refused wrongly)."""
+    import jax
+
+    from swan_jax.train import TrainConfig, _loop, train
+    from tests.train_script import line_swap_dataset, model_fn, splits
+
+    class Reached(Exception):
+        pass
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(_loop, "fresh_state", reached)
+    with pytest.raises(Reached):
+        train(lambda hp: model_fn(jax.tree_util.tree_map(lambda v: v, hp)),
+              splits(line_swap_dataset(12)), TrainConfig(epochs=1, progress=False),
+              [{"epsilon": 0.1, "beta": 1.0, "note": 3.0}])

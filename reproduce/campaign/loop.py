@@ -252,7 +252,7 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
     except DataUnavailable as err:  # nothing ran: the cell's state (under way) stands
         line = (f"{entry.id}: not run, its state kept: " + "; ".join(err.lines)
-                + f" (data: --data-dir of the plan, else $SWAN_DATA_DIR, else {DATA_HINT})")
+                + f" (data: the plan's data_dir, else $SWAN_DATA_DIR, else {DATA_HINT})")
         print(line, flush=True)
         return [line]
     except Exception as err:  # one cell's failure (memory, a bug) stops only it

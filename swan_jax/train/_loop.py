@@ -192,6 +192,17 @@ class _Reads(Mapping):
         return len(self._hp)
 
 
+def _flatten_reads(reads: _Reads):
+    """A model that maps over its hp as a pytree reads every key (a plain dict back)."""
+    reads._read.update(reads._hp)
+    keys = sorted(reads._hp)
+    return [reads._hp[k] for k in keys], keys
+
+
+jax.tree_util.register_pytree_node(_Reads, _flatten_reads,
+                                   lambda keys, values: dict(zip(keys, values, strict=True)))
+
+
 def _check_grid_keys_read(prog: _Program, params, read: set[str]) -> None:
     """Refuse a grid key nothing reads (recorded in every run's `hparams`, it would
     change nothing): neither `train` (`TRAIN_READS`) nor the model, in its construction,
