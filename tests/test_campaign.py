@@ -373,3 +373,50 @@ def test_a_merge_while_the_campaign_trains_keeps_its_cells(tmp_path):
     cells = json.loads(state_file.read_text())["cells"]
     assert cells["transfer/ring/3/gcn"] == {"status": "finished", "updated": "x"}
     assert cells[entry.id]["status"] == "finished"
+
+
+# ======================================================================== missing data
+
+
+def test_missing_data_leaves_an_under_way_cell_as_it_was_in_one_line(tmp_path):
+    """A cell whose data is missing (here: none downloadable, none on disk) is not run: one
+    line naming what is missing, and its state (under way, its progress) is not replaced
+    by a failure (issue 41: a campaign outside make recorded `failed: SweepRefused:
+    missing data, nothing was trained:` over an under-way cell)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    entry = plan.Entry(id="lrgb/peptides-struct/swan", experiment="lrgb", table="Table 3",
+                       priority=1, status="runnable",
+                       config={"datasets": ["peptides-struct"], "variants": ["swan"],
+                               "data_dir": str(empty), "download": False},
+                       cost_minutes={"cpu-2core": 1.0})
+    opts = _setup(tmp_path, [entry], "missing")
+    under_way = {"cells": {entry.id: {"status": "under way", "programs": "0 of 1",
+                                      "fraction": 0.15, "epochs": {"cpu-2core": 44}}}}
+    (opts.folder / loop.STATE_FILE).write_text(json.dumps(under_way))
+    lines = loop.run_campaign(opts)
+    [line] = [line for line in lines if line.startswith(entry.id)]
+    assert line.startswith(f"{entry.id}: not run, its state kept: peptides-struct / swan: not "
+                           f"run: data unavailable (missing raw file(s): peptides-struct: ")
+    assert f"put it at {empty}" in line and "\n" not in line and not line.endswith(":")
+    assert json.loads((opts.folder / loop.STATE_FILE).read_text()) == under_way
+
+
+def test_the_campaign_finds_the_repository_data_as_the_makefile_does(tmp_path, monkeypatch):
+    """Outside make: the plan's data_dir, else $SWAN_DATA_DIR (read by the experiment),
+    else the repository's ../shared/data (here a stand-in folder)."""
+    from reproduce.campaign import runner
+
+    entry = plan.Entry(id="lrgb/peptides-func/swan", experiment="lrgb", table="Table 3",
+                       priority=1, status="runnable", config={"datasets": ["peptides-func"]},
+                       cost_minutes={"cpu-2core": 1.0})
+    monkeypatch.setattr(runner, "REPO_DATA", tmp_path)
+    monkeypatch.delenv("SWAN_DATA_DIR", raising=False)
+    assert cell_config(entry, tmp_path / "w")[1].data_dir == tmp_path
+    mine = dataclasses.replace(entry, config={**entry.config, "data_dir": "/else"})
+    assert cell_config(mine, tmp_path / "w")[1].data_dir == Path("/else")
+    monkeypatch.setenv("SWAN_DATA_DIR", "/from/env")
+    assert cell_config(entry, tmp_path / "w")[1].data_dir is None  # the loader reads the env
+    monkeypatch.delenv("SWAN_DATA_DIR")
+    monkeypatch.setattr(runner, "REPO_DATA", tmp_path / "absent")
+    assert cell_config(entry, tmp_path / "w")[1].data_dir is None

@@ -30,7 +30,7 @@ ALLOWED = {
     "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
                       "swan_jax.io", "swan_jax.settings"),
     "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                              "swan_jax.train"),
+                              "swan_jax.interrupts", "swan_jax.train"),
     # exports of trained runs: below the experiments (a sweep's rebuild is passed in)
     "swan_jax.export": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
                                "swan_jax.train", "swan_jax.export"),

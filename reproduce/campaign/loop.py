@@ -29,7 +29,13 @@ from typing import Any
 
 from reproduce.campaign import bundle, costs, gather, measure
 from reproduce.campaign.plan import Entry, load_plan
-from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
+from reproduce.campaign.runner import (
+    DATA_HINT,
+    FIRST_EPOCH_SECONDS,
+    CellOutcome,
+    Deadline,
+    run_cell,
+)
 from swan_jax.io import write_text_atomic
 
 STATE_FILE = "state.json"
@@ -261,6 +267,8 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
             return _said([f"{entry.id}: interrupted (nothing written)"])
         except Exception as err:  # as a sweep cell's failure: it stops only this cell
             return [_failed(entry, err, state)]
+    from swan_jax.experiments.sweep import DataUnavailable
+
     work = opts.work / entry.slug
     if opts.bundle_path(entry).exists():
         bundle.restore_bundle(opts.bundle_path(entry), work)
@@ -272,7 +280,12 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
-    except Exception as err:  # one cell's failure (missing data, a bug) stops only it
+    except DataUnavailable as err:  # nothing ran: the cell's state (under way) stands
+        line = (f"{entry.id}: not run, its state kept: " + "; ".join(err.lines)
+                + f" (data: the plan's data_dir, else $SWAN_DATA_DIR, else {DATA_HINT})")
+        print(line, flush=True)
+        return [line]
+    except Exception as err:  # one cell's failure (memory, a bug) stops only it
         return [_failed(entry, err, state)]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
@@ -289,10 +302,15 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
 
 def _failed(entry: Entry, err: Exception, state: dict[str, Any]) -> str:
     """The one line of a cell that failed (printed, and its status in the state)."""
-    line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+    line = f"{entry.id}: failed: {type(err).__name__}: {one_line(err)}"
     state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
     print(line, flush=True)
     return line
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (a refusal lists one data set per line)."""
+    return " ".join(str(err).split())
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:

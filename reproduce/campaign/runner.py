@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import time
 import typing
 from collections.abc import Callable, Mapping
@@ -107,13 +108,33 @@ def _as_field(cls, name: str, value: Any) -> Any:
     return value
 
 
+# The repository's data beside it, as the Makefile finds it (../shared/data of the
+# repository root): the campaign runs outside make too. The package never looks there.
+REPO_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA_HINT = "../shared/data"
+
+
+def repository_data_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """$SWAN_DATA_DIR when set (the experiments read it themselves: None), else the
+    repository's `../shared/data` when it exists, else None (the loaders' `data/`)."""
+    env = os.environ if env is None else env
+    if env.get("SWAN_DATA_DIR") or not REPO_DATA.is_dir():
+        return None
+    return REPO_DATA
+
+
 def cell_config(entry: Entry, work: Path, **overrides: Any):
     """(experiment, configuration) of a plan cell run in `work` (always resumable): the
     experiment's packaged protocol, then the plan's changes (its grid axes replace the
-    packaged ones axis by axis)."""
+    packaged ones axis by axis). An experiment that reads raw files reads them from the
+    plan's `data_dir`, else $SWAN_DATA_DIR, else the repository's `../shared/data`."""
     exp = experiment(entry.experiment)
     base = exp.default_config()
     changes = {k: _as_field(exp.Config, k, v) for k, v in entry.config.items() if k != "grid"}
+    found = repository_data_dir()
+    if found is not None and "data_dir" in exp.Config.__dataclass_fields__ and \
+            "data_dir" not in changes and "data_dir" not in overrides:
+        changes["data_dir"] = found
     grid = {**base.grid, **{k: tuple(v) for k, v in (entry.config.get("grid") or {}).items()}}
     changes.update(grid=grid, results_dir=work, checkpoint_dir=work / "checkpoints",
                    resume=True, overwrite=False, progress=False, **overrides)

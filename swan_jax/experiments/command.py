@@ -14,11 +14,16 @@ setting into a flag.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
+import logging
 import pickle
 import shlex
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,9 +118,16 @@ def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
 def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> str:
     """What the interrupt watchdog prints when a compiled step does not return in time."""
     return (f"interrupted by {signals.signal_name()} inside a compiled step that did not "
-            f"return within seconds: the running program's last checkpoint is kept, finished "
-            f"programs are in {cfg.results_dir}/results.json.\n"
-            f"resume with: {resume_command(exp, argv)}")
+            f"return within seconds: the running program's last checkpoint is kept; "
+            f"{finished_where(cfg)}.\nresume with: {resume_command(exp, argv)}")
+
+
+def finished_where(cfg: SweepConfig) -> str:
+    """Where the finished programs are: the results file, when there is one yet."""
+    path = Path(cfg.results_dir) / "results.json"
+    if path.is_file():
+        return f"finished programs are in {path}"
+    return f"no program has finished yet ({path} is written when one does)"
 
 
 def flag_spelling(exp: Experiment) -> Callable[[str, Any], str | None]:
@@ -169,12 +181,56 @@ def solver_error_message(exp: Experiment, err: SolverError) -> str:
     return f"solver error: {' '.join(err.render(flag_spelling(exp)).split())}"
 
 
+BACKGROUND_LOG = "background-errors.log"
+
+
+class _BackgroundLog(logging.Handler):
+    """Appends to `<results-dir>/background-errors.log` (the temporary folder while there
+    is no results folder): what orbax's writer and reader threads report after the run's
+    own error is raised."""
+
+    def __init__(self, results_dir: Path):
+        super().__init__()
+        self.results_dir = Path(results_dir)
+
+    def write(self, text: str) -> None:
+        folder = self.results_dir if self.results_dir.is_dir() else Path(tempfile.gettempdir())
+        with contextlib.suppress(Exception), open(folder / BACKGROUND_LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.write(logging.Formatter("%(name)s %(levelname)s %(message)s").format(record))
+
+    def unraisable(self, unraisable) -> None:
+        self.write(f"{unraisable.err_msg or 'unraisable'} {unraisable.object!r}\n"
+                   + "".join(traceback.format_exception(unraisable.exc_type,
+                                                        unraisable.exc_value,
+                                                        unraisable.exc_traceback)))
+
+
+def log_background_errors(results_dir: Path) -> None:
+    """Keep the reports of errors nothing can raise out of the terminal, in a log file:
+    tensorstore's threads calling into orbax's closed event loop after a failed restore
+    (`sys.unraisablehook`: 32 tracebacks of "Event loop is closed") and orbax's write
+    tasks failing on a full disk (asyncio's "Task exception was never retrieved", one
+    traceback per array). The run's own one line is what a user reads. For the rest of
+    the process: they come at its exit too."""
+    handler = _BackgroundLog(results_dir)
+    sys.unraisablehook = handler.unraisable
+    asyncio_log = logging.getLogger("asyncio")
+    for old in [h for h in asyncio_log.handlers if isinstance(h, _BackgroundLog)]:
+        asyncio_log.removeHandler(old)  # a second run in this process: its own folder
+    asyncio_log.addHandler(handler)
+    asyncio_log.propagate = False
+
+
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(exp, argv)
     if "--dry-run" in argv:
         return dry_run(exp, cfg)
+    log_background_errors(cfg.results_dir)
     try:
         # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
         # is its one sentence, not equinox's wrapping
@@ -190,12 +246,12 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else
                 "the running program kept no checkpoints")
-        print(f"interrupted{_by()}: {kept}; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()}: {kept}; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except KeyboardInterrupt:  # outside an epoch: loading data, compiling
-        print(f"interrupted{_by()} between epochs; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()} between epochs; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except Exception as err:  # data-layer errors become one line; anything else is a bug
         message = data_error_message(exp, err) or disk_full_message(err)
@@ -206,7 +262,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")
     if outcome.not_run:
-        print("PARTIAL RUN (--skip-missing), not run: " + "; ".join(outcome.not_run))
+        print(f"PARTIAL RUN (--skip-missing): {len(outcome.not_run)} data set(s) missing:\n  "
+              + "\n  ".join(outcome.not_run))
     return report_divergence(exp, cfg, outcome.cells)
 
 

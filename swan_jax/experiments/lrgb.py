@@ -17,6 +17,7 @@ epoch; the model is held to LRGB's 500k parameters.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -175,6 +176,8 @@ class LRGB(Experiment):
 
     # ---------------------------------------------------------------- command line
     def add_arguments(self, p) -> None:
+        # the grid's name follows --grid (and a TOML file's grid_name): not a flag to show
+        p._option_string_actions["--grid-name"].help = argparse.SUPPRESS
         p.add_argument("--all", action="store_true",
                        help="every data set (narrowed by --dataset when given)")
         p.add_argument("--grid", choices=("paper", "full"), default=None,

@@ -251,6 +251,18 @@ class SweepRefused(RuntimeError):
     """What the sweep refuses before any training (one line for the user)."""
 
 
+class DataUnavailable(SweepRefused):
+    """Cells refused for missing data (a line per data set: what is missing, how to get
+    it, also as `lines`). Nothing was trained, nothing a run already saved was touched."""
+
+    def __init__(self, message: str, lines: Sequence[str]):
+        super().__init__(message)
+        self.lines = list(lines)
+
+
+NOT_RUN = "not run: data unavailable"  # how a skipped cell is marked (table, results)
+
+
 def check_outputs(cfg: SweepConfig) -> None:
     """Every output folder a folder (or creatable) and writable; nothing is created."""
 
@@ -277,8 +289,9 @@ def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: Result
 
 def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
                     ) -> tuple[list[Cell], list[str]]:
-    """The cells whose data is there, and a line per missing data set naming its cells
-    (refused unless `skip_missing`)."""
+    """The cells whose data is there, and one line per missing data set naming its cells,
+    what is missing and how to get it. Refused (`DataUnavailable`) unless `skip_missing`,
+    and with it too when no cell is left to run."""
     missing: dict[Any, str | None] = {}
     for cell in cells:
         key = exp.data_key(cfg, cell)
@@ -289,13 +302,17 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
             gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
-    lines = [f"{', '.join(names)}: {reason}" for reason, names in gone.items()]
+    lines = [f"{', '.join(names)}: {NOT_RUN} ({reason})" for reason, names in gone.items()]
+    left = [c for c in cells if not missing[exp.data_key(cfg, c)]]
     if lines and not cfg.skip_missing:
-        raise SweepRefused(
+        raise DataUnavailable(
             "missing data, nothing was trained:\n  " + "\n  ".join(lines)
-            + "\nget the files above, or pass --skip-missing to run only the cells whose "
-              "data is present")
-    return [c for c in cells if not missing[exp.data_key(cfg, c)]], lines
+            + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
+              "run only the cells whose data is present", lines)
+    if lines and not left:
+        raise DataUnavailable("no cell has its data, nothing was trained:\n  "
+                              + "\n  ".join(lines) + "\nget the files above", lines)
+    return left, lines
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
@@ -399,6 +416,7 @@ class _Overall:
 
     def __init__(self, cfg: SweepConfig, todo: Sequence[Program]):
         self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
+        self.programs, self.measured = len(todo), 0
         self.bar = None
         self.quiet = cfg.quiet
         # A bar only on a terminal (or a notebook): a batch job's log gets each
@@ -413,12 +431,18 @@ class _Overall:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
-        left = (self.total - 2) * record["seconds"]
-        # epoch 1 compiles; epoch 2 shows the cost
-        if self.done == 2 and left > 60 and not self.quiet:
+        if epoch != 1 or self.quiet:  # each program's first epoch compiles; its second
+            return                    # shows its pace: estimated again for each program
+        self.measured += 1
+        rest = self.total - self.done
+        later = self.programs - self.measured
+        if rest * record["seconds"] > 60:
             print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
-                  f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
-                  f"early stopping; the bar's ETA follows the real pace)", flush=True)
+                  f"{duration(rest * record['seconds'])} for the remaining {rest} epoch(s) "
+                  f"at this program's pace (less with early stopping"
+                  + (f"; {later} program(s) not started yet, each estimated again at its "
+                     f"own pace: another model or width can be slower)" if later else ")"),
+                  flush=True)
 
     def program_done(self, epochs_run_now: int, epochs: int) -> None:
         rest = max(epochs - epochs_run_now, 0)  # early stopping, or resumed epochs
@@ -583,6 +607,8 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     cells = exp.cells(cfg)
     check_folders(cfg, exp.plan(cfg, cells), results)
     cells, skipped = available_cells(exp, cfg, cells)
+    for line in skipped:  # said before the work, and again at the end
+        print(line, flush=True)
     data = _DataCache(exp, cfg)
     programs = exp.packed_plan(cfg, cells, data.get)
     if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)

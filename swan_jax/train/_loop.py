@@ -12,6 +12,7 @@ parameters' scores (their epoch's record; evaluated only where it scored no such
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -20,9 +21,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
+from swan_jax.interrupts import held
 from swan_jax.pytrees import tree_bytes, tree_size
+from swan_jax.settings import SettingError
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
 from swan_jax.train._config import (
@@ -39,6 +43,7 @@ from swan_jax.train._folder import ProgramFolder, fingerprint
 from swan_jax.train._fused import EpochBlocks, can_fuse
 from swan_jax.train._metric import Metric, check_output
 from swan_jax.train._optim import (
+    TRAIN_READS,
     epoch_learning_rates,
     init_plateau,
     stack_hparams,
@@ -169,8 +174,11 @@ def _capped_batch_size(cfg: TrainConfig, train_graphs: int) -> int:
 def _initial_state(prog: _Program) -> tuple[RunState, int]:
     """Budgets checked on shapes (nothing compiled yet), then every run initialised."""
     cfg, seeds = prog.cfg, [s for _, s in prog.runs]
-    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    read: set[str] = set()  # the grid keys the model reads while it is initialised
+    init, init_args = init_program(lambda hp: prog.model_fn(_Reads(hp, read)), cfg,
+                                   prog.example.graph, seeds, prog.hp)
     shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
+    _check_grid_keys_read(prog, shapes[0], read)
     num_params = tree_size(shapes[0]) // len(seeds)
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
@@ -205,6 +213,63 @@ def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig
     init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
     step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
     return _step_estimate(prog, jax.eval_shape(init, *init_args)), tree_bytes(step_batch)
+
+
+class _Reads(Mapping):
+    """A grid point's hyper-parameters that note which keys are read."""
+
+    def __init__(self, hp: Mapping[str, Any], read: set[str]):
+        self._hp, self._read = hp, read
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(key)
+        return self._hp[key]
+
+    def __iter__(self):
+        return iter(self._hp)
+
+    def __len__(self) -> int:
+        return len(self._hp)
+
+
+def _flatten_reads(reads: _Reads):
+    """A model that maps over its hp as a pytree reads every key (a plain dict back)."""
+    reads._read.update(reads._hp)
+    keys = sorted(reads._hp)
+    return [reads._hp[k] for k in keys], keys
+
+
+jax.tree_util.register_pytree_node(_Reads, _flatten_reads,
+                                   lambda keys, values: dict(zip(keys, values, strict=True)))
+
+
+def _check_grid_keys_read(prog: _Program, params, read: set[str]) -> None:
+    """Refuse a grid key nothing reads (recorded in every run's `hparams`, it would
+    change nothing): neither `train` (`TRAIN_READS`) nor the model, in its construction,
+    its initialisation or (checked only when a key is left: a trace, no compile) a
+    forward pass, nor a caller's `optimizer(hp)`."""
+    keys = {k for point, _ in prog.runs for k in point}
+    left = keys - read - set(TRAIN_READS)
+    if not left:
+        return
+    one = functools.partial(jax.tree_util.tree_map,
+                            lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype))
+
+    def forward(p, h):
+        h = _Reads(h, read)
+        if callable(prog.cfg.optimizer) and not isinstance(prog.cfg.optimizer,
+                                                           optax.GradientTransformation):
+            prog.cfg.optimizer(h)
+        return prog.model_fn(h).apply(p, prog.example.graph)
+
+    jax.eval_shape(forward, one(params), one(prog.hp))
+    left -= read
+    if left:
+        names = ", ".join(map(repr, sorted(left)))
+        raise SettingError("grid", f"key(s) {names} are read by nothing: model_fn(hp) never "
+                                   f"reads them and train reads only "
+                                   f"{', '.join(TRAIN_READS)}; drop them from the grid, or "
+                                   f"read them in model_fn", sorted(left))
 
 
 def _check_metric(prog: _Program, params) -> None:
@@ -376,7 +441,14 @@ def _save_completed(prog: _Program, state: RunState, log: _Log, folder: ProgramF
 
 def _save(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
           started: float) -> None:
-    """Checkpoint the state after the newest epoch and append its pending history lines."""
+    """Checkpoint the state after the newest epoch and append its pending history lines,
+    a Ctrl-C or SIGTERM held until both are written (`interrupts.held`)."""
+    with held():
+        _save_now(prog, state, log, folder, started)
+
+
+def _save_now(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
+              started: float) -> None:
     epoch = len(log.history)
     folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
                                "wall_time": log.past_wall + time.perf_counter() - started,
@@ -516,4 +588,9 @@ def train(
         progress.close()
         trackers.close()
         folder.close()
-    return _result(prog, state, log, num_params, started)
+    try:  # every epoch is saved: an interrupt now waits for the scores, then ends the run
+        with held():
+            return _result(prog, state, log, num_params, started)
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(log.saved_epochs,
+                                  cfg.checkpoint_dir if folder.saves else None) from None
