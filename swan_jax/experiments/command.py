@@ -32,6 +32,7 @@ from swan_jax.experiments.config import (
     load_toml,
     script_name,
 )
+from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
@@ -182,7 +183,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
                 clear_errors():
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
-            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict) as err:
+            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
+            RunsDoNotDivide) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None
@@ -202,6 +204,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         if message is None:
             raise
         raise SystemExit(message) from None
+    if not writes_files():  # a multi-host sweep's other processes: process 0 reports
+        return 0
     print((cfg.results_dir / "table.md").read_text())
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")

@@ -222,6 +222,11 @@ class SweepConfig(metaclass=_FlatSettings):
                                         "partial run, so stated)")
     allow_diverged: bool = io(False, help="exit 0 even when runs diverged (they are still "
                                           "reported on stderr)")
+    distributed: bool = io(False, help="one process of a multi-host job: "
+                                       "jax.distributed.initialize() first (SLURM found by "
+                                       "JAX; else JAX_COORDINATOR_ADDRESS, "
+                                       "SWAN_NUM_PROCESSES, SWAN_PROCESS_ID); process 0 "
+                                       "writes")
 
     def __post_init__(self) -> None:
         for name, value in check_fields(self).items():

@@ -22,6 +22,7 @@ from swan_jax.data.batching import Batch
 from swan_jax.settings import unknown_name
 from swan_jax.train._metric import Metric, as_scalar
 from swan_jax.train._placement import batch_targets
+from swan_jax.train._run_mesh import to_host
 
 MetricFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -161,7 +162,7 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric
     for batch in batches:
         target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask)
         real = np.asarray(mask).reshape(-1)
-        preds.append(np.asarray(predict(params, hp, batch))[:, real])
+        preds.append(to_host(predict(params, hp, batch))[:, real])
         targets.append(np.asarray(target)[real])
         if weighted:
             weights.append(_row_weights(batch)[real])
@@ -212,8 +213,8 @@ def reduce_scores(metric: Metric, pred, target, mask):
 
 def finish_scores(values, finite) -> tuple[list[float], np.ndarray]:
     """Per run: `device_scores`' values as floats, NaN where predictions were not finite."""
-    finite = np.asarray(finite)
-    return [float(v) if ok else math.nan for v, ok in zip(np.asarray(values, np.float64),
+    finite = to_host(finite)
+    return [float(v) if ok else math.nan for v, ok in zip(to_host(values).astype(np.float64),
                                                           finite, strict=True)], finite
 
 

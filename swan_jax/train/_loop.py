@@ -47,6 +47,7 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
+from swan_jax.train._run_mesh import RunMesh, to_host
 from swan_jax.train._splits import Split, prepare_splits
 from swan_jax.train._state import (
     HOST_FIELDS,
@@ -86,7 +87,8 @@ class _Program:
         self.data, self.split_mask = prepare_splits(splits, cfg.task_level)
         self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
         self.mode = metric_mode(cfg.metric)
-        self.place = Placement(cfg.data_parallel)
+        self.place = Placement(cfg.data_parallel, runs=RunMesh(
+            len(self.runs), what=cfg.description) if cfg.shard_runs else None)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)
@@ -211,7 +213,7 @@ def _epoch_record(epoch: int, losses: np.ndarray, scores: dict[str, list[float]]
     twentieth), its scores per split and learning rates `[runs]`."""
     return {"epoch": epoch, "train_loss": np.mean(losses, axis=0).tolist(),
             "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
-            "lr": np.asarray(lr, np.float64).tolist(), "seconds": seconds}
+            "lr": to_host(lr).astype(np.float64).tolist(), "seconds": seconds}
 
 
 def _evaluated_splits(prog: _Program) -> tuple[str, ...]:
