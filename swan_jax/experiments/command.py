@@ -25,7 +25,7 @@ from typing import Any
 
 from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
-from swan_jax.experiments import flags, signals
+from swan_jax.experiments import cluster, flags, signals
 from swan_jax.experiments.config import (
     SweepConfig,
     dump_toml,
@@ -60,6 +60,7 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     skip = () if exp.max_params is not None else ("allow_more_params",)
     flags.add_settings(p, exp.Config, exp.default_config(), label=exp.label, skip=skip)
     exp.add_arguments(p)
+    cluster.add_arguments(p)
     if "--variant" not in p._option_string_actions:  # a shortcut, where no setting is it
         p.add_argument("--variant", type=flags.names_parser("variant", VARIANTS),
                        default=None, help="comma-separated SWAN variants: a shortcut for "
@@ -177,6 +178,12 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     if "--dry-run" in argv:
         return dry_run(exp, cfg)
     try:
+        slurm = cluster.options_from(build_parser(exp).parse_args(argv))
+    except cluster.ClusterError as err:
+        raise SystemExit(str(err)) from None
+    if slurm is not None:
+        return _on_slurm(exp, cfg, slurm)
+    try:
         # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
         # is its one sentence, not equinox's wrapping
         with signals.interrupts_like_ctrl_c(lambda: _stuck_message(exp, cfg, argv)), \
@@ -212,6 +219,15 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     if outcome.not_run:
         print("PARTIAL RUN (--skip-missing), not run: " + "; ".join(outcome.not_run))
     return report_divergence(exp, cfg, outcome.cells)
+
+
+def _on_slurm(exp: Experiment, cfg: SweepConfig, slurm: cluster.SlurmOptions) -> int:
+    """`--executor slurm`: the cells as jobs (`cluster.run_sweep`); a refusal in one line."""
+    try:
+        return cluster.run_sweep(exp, cfg, slurm)
+    except (FileExistsError, SweepRefused, OutputPathError, FolderInUse,
+            cluster.ClusterError) as err:
+        raise SystemExit(error_message(exp, err)) from None
 
 
 def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
