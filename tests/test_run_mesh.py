@@ -61,3 +61,20 @@ def test_two_processes_write_what_one_process_writes_bit_for_bit(tmp_path):
     history = (folder / "history.jsonl").read_text().splitlines()
     assert len(history) == 2  # one line per epoch: written once, not once per process
     assert sorted(p.name for p in folder.iterdir() if p.name.isdigit()) == ["1", "2"]
+
+
+def test_a_sweep_refuses_runs_that_do_not_divide_before_anything(tmp_path):
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
+    out = subprocess.run(
+        [sys.executable, "-m", "swan_jax.experiments.transfer", "--topology", "line",
+         "--distance", "3", "--model", "swan", "--seeds", "0", "--epsilon", "0.1",
+         "--gamma", "0.1", "--beta", "1", "--adjacency", "sym", "--shard-runs",
+         "--results-dir", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        "line/3/swan/adjacency=sym has 1 runs (grid points x seeds), which do not divide "
+        "over 2 devices: choose grid points x seeds that are a multiple of 2, or train on "
+        "one device (--no-shard-runs)")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()

@@ -123,10 +123,10 @@ def executor(opts: SlurmOptions):
     except ImportError:
         raise ClusterError("--executor slurm needs submitit: pip install 'swan-jax[slurm]'"
                            ) from None
-    ex = submitit.AutoExecutor(folder=opts.folder, cluster=opts.cluster)
+    ex = submitit.AutoExecutor(folder=opts.folder, cluster=opts.cluster,
+                               slurm_max_num_timeout=opts.requeues)
     params: dict[str, Any] = {"timeout_min": opts.time_minutes, "cpus_per_task": opts.cpus,
                               "slurm_array_parallelism": opts.array_size,
-                              "slurm_max_num_timeout": opts.requeues,
                               "slurm_setup": list(opts.setup)}
     if opts.gpus:
         params["gpus_per_node"] = opts.gpus
