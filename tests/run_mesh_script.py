@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from swan_jax.train import TrainConfig, train
-from swan_jax.train._run_mesh import RunsDoNotDivide
+from swan_jax.train._run_mesh import RunMesh, RunsDoNotDivide
 from tests.train_script import line_swap_dataset, model_fn, splits
 
 # 4 grid points x 2 seeds = 8 runs, in (grid point, seed) order: device d holds grid
@@ -43,6 +43,8 @@ def main(out: str) -> None:
                                           shard_runs=True, description="odd"), GRID[:2])
     except RunsDoNotDivide as err:
         report["refused"] = str(err)
+    # what the memory check weighs against one device: its share of the runs
+    report["share"] = list(RunMesh(8).share(np.zeros((8, 3), np.float32)).shape)
     with open(out, "w") as f:
         json.dump(report, f)
 

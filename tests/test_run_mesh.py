@@ -45,6 +45,7 @@ def test_four_devices_hold_the_runs_and_train_them_like_one(tmp_path):
     assert report["refused"].startswith("odd has 6 runs (grid points x seeds), which do not "
                                         "divide over 4 devices")
     assert "shard_runs=False" in report["refused"] and "\n" not in report["refused"]
+    assert report["share"] == [2, 3]
 
 
 def test_two_processes_write_what_one_process_writes_bit_for_bit(tmp_path):

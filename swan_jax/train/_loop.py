@@ -159,7 +159,10 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
     _check_metric(prog, shapes[0])
     if cfg.check_memory:
         step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
-        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
+        mesh = prog.place.runs  # with shard_runs, a device holds its share of the runs
+        params, opt_state, hp = (tree if mesh is None else mesh.share(tree)
+                                 for tree in (*shapes, prog.hp))
+        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, params, opt_state, hp,
                                       step_batch, split_mask=prog.split_mask)
         _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
                                   prog.budget)

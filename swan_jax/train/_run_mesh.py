@@ -89,6 +89,12 @@ class RunMesh:
         return jax.shard_map(fn, mesh=self.mesh, in_specs=specs,
                              out_specs=PartitionSpec(AXIS), check_vma=False)
 
+    def share(self, tree: Any) -> Any:
+        """The shapes of one device's share of run-leading arrays `[R / D, ...]` (what
+        the memory check weighs against one device's free memory)."""
+        return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(
+            (a.shape[0] // self.devices,) + tuple(a.shape[1:]), a.dtype), tree)
+
     def place(self, tree: Any) -> Any:
         """Run-leading arrays `[R, ...]` split over the devices, `R / D` runs each. Each
         process materialises only its own devices' runs (from its host copy)."""
