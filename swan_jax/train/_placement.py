@@ -1,5 +1,5 @@
-"""Where arrays live (one device, or a `batch` mesh over every device), and which rows of a
-batch are scored (targets and their mask)."""
+"""Where arrays live (one device, a `batch` mesh over every device, or a `runs` mesh:
+`_run_mesh`), and which rows of a batch are scored (targets and their mask)."""
 
 from __future__ import annotations
 
