@@ -90,11 +90,17 @@ slurmctld -D -i -f "$SLURM_CONF" >"$TMP/slurmctld.out.log" 2>&1 &
 PIDS+=($!)
 slurmd -D -f "$SLURM_CONF" >"$TMP/slurmd.out.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
-    sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)' && break
+up=""
+for _ in $(seq 150); do
+    if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then up=1; break; fi
     sleep 0.2
 done
+if [ -z "$up" ]; then
+    echo "test-cluster: FAILED: the SLURM node did not come up within 30 s (logs below)"
+    exit 1
+fi
 sinfo -h -o '%P %D %T %C'
 
-# A login node's environment reaches the jobs (sbatch exports it): the CPU backend.
-JAX_PLATFORMS=cpu "$PY" -m tests.cluster.check "$TMP/work"
+# A login node's environment reaches the jobs (sbatch exports it): the CPU backend. A job
+# that never runs would leave the check waiting: it is given 10 minutes.
+JAX_PLATFORMS=cpu timeout 600 "$PY" -m tests.cluster.check "$TMP/work"
