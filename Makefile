@@ -46,6 +46,13 @@ $(VENV)/.installed-test: pyproject.toml
 test: install $(TEST_TOOLS)
 	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
+# A real single-node SLURM on 127.0.0.1 (slurm-wlm and munge from apt when missing: root),
+# two campaign cells submitted with --executor slurm, checked against a local run; every
+# daemon stopped on exit (tests/cluster/run.sh). About 2 minutes with the packages there.
+.PHONY: test-cluster
+test-cluster: install $(TEST_TOOLS)
+	PY=$(PY) bash tests/cluster/run.sh
+
 lint: install
 	$(VENV)/bin/ruff check swan_jax reproduce experiments tests benchmarks
 

@@ -30,13 +30,14 @@ from typing import Any
 
 from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
-from swan_jax.experiments import flags, signals
+from swan_jax.experiments import cluster, flags, signals
 from swan_jax.experiments.config import (
     SweepConfig,
     dump_toml,
     load_toml,
     script_name,
 )
+from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
@@ -64,6 +65,7 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     skip = () if exp.max_params is not None else ("allow_more_params",)
     flags.add_settings(p, exp.Config, exp.default_config(), label=exp.label, skip=skip)
     exp.add_arguments(p)
+    cluster.add_arguments(p)
     if "--variant" not in p._option_string_actions:  # a shortcut, where no setting is it
         p.add_argument("--variant", type=flags.names_parser("variant", VARIANTS),
                        default=None, help="comma-separated SWAN variants: a shortcut for "
@@ -232,13 +234,20 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         return dry_run(exp, cfg)
     log_background_errors(cfg.results_dir)
     try:
+        slurm = cluster.options_from(build_parser(exp).parse_args(argv))
+    except cluster.ClusterError as err:
+        raise SystemExit(str(err)) from None
+    if slurm is not None:
+        return _on_slurm(exp, cfg, slurm)
+    try:
         # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
         # is its one sentence, not equinox's wrapping
         with signals.interrupts_like_ctrl_c(lambda: _stuck_message(exp, cfg, argv)), \
                 clear_errors():
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
-            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict) as err:
+            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
+            RunsDoNotDivide) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None
@@ -258,6 +267,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         if message is None:
             raise
         raise SystemExit(message) from None
+    if not writes_files():  # a multi-host sweep's other processes: process 0 reports
+        return 0
     print((cfg.results_dir / "table.md").read_text())
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")
@@ -265,6 +276,15 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         print(f"PARTIAL RUN (--skip-missing): {len(outcome.not_run)} data set(s) missing:\n  "
               + "\n  ".join(outcome.not_run))
     return report_divergence(exp, cfg, outcome.cells)
+
+
+def _on_slurm(exp: Experiment, cfg: SweepConfig, slurm: cluster.SlurmOptions) -> int:
+    """`--executor slurm`: the cells as jobs (`cluster.run_sweep`); a refusal in one line."""
+    try:
+        return cluster.run_sweep(exp, cfg, slurm)
+    except (FileExistsError, SweepRefused, OutputPathError, FolderInUse,
+            cluster.ClusterError) as err:
+        raise SystemExit(error_message(exp, err)) from None
 
 
 def dry_run(exp: Experiment, cfg: SweepConfig) -> int:

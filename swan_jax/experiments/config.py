@@ -233,6 +233,11 @@ class SweepConfig(metaclass=_FlatSettings):
                                           "fits this many GiB by the memory check's "
                                           "estimate (the same on every machine: give the "
                                           "smaller device's; none: no cut)")
+    distributed: bool = io(False, help="one process of a multi-host job: "
+                                       "jax.distributed.initialize() first (SLURM found by "
+                                       "JAX; else JAX_COORDINATOR_ADDRESS, "
+                                       "SWAN_NUM_PROCESSES, SWAN_PROCESS_ID); process 0 "
+                                       "writes")
 
     def __post_init__(self) -> None:
         for name, value in check_fields(self).items():

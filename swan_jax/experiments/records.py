@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from swan_jax.io import save_json_atomic
+from swan_jax.train._run_mesh import writes_files
 
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict[str, Any]:
@@ -101,5 +102,6 @@ class ResultsFile:
 
     def add(self, record: dict[str, Any]) -> None:
         self.records.append(record)
-        save_json_atomic(self.path, {"machine": machine_info(), "records": self.records},
-                         overwrite=True)
+        if writes_files():  # process 0 of a multi-host sweep; every process has the records
+            save_json_atomic(self.path, {"machine": machine_info(),
+                                         "records": self.records}, overwrite=True)

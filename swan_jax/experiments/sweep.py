@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 from swan_jax.config import TRACED_CHOICES, concrete_hparams
-from swan_jax.experiments import packing, report
+from swan_jax.experiments import hosts, packing, report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.packing import digest
@@ -476,8 +476,9 @@ def train_program(exp: Experiment, cfg: SweepConfig, program: Program,
     splits = exp.load_data(cfg, program.cell) if splits is None else splits
     model_fn = exp.model_fn(cfg, program.cell, program.static)
     check_budget(exp, cfg, program, model_fn, splits)
-    if cfg.overwrite and not cfg.resume and program.folder.exists():
+    if cfg.overwrite and not cfg.resume and program.folder.exists() and hosts.writes_files():
         shutil.rmtree(program.folder)
+    hosts.wait_for_all(f"start {program.ident}")
     describe = {"experiment": {"module": type(exp).__module__,
                                "class": type(exp).__qualname__, "name": exp.name},
                 "config": to_dict(cfg), "cell": program.cell, "static": program.static,
@@ -596,8 +597,9 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     `FileExistsError` for an existing results file, `FolderInUse` when another run holds
     the results or checkpoint folder.
     """
+    hosts.join(cfg.distributed)
     check_outputs(cfg)
-    with lock_outputs(cfg):  # released on any exit, SIGKILL included
+    with hosts.only_on_first(lock_outputs(cfg)):  # released on any exit, SIGKILL included
         return _sweep_locked(exp, cfg)
 
 
@@ -617,6 +619,7 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     for program in programs:
         if program not in todo:
             print(f"{program.name}: already in {results.path}, skipped (--resume)")
+    hosts.check_runs(cfg.shard_runs, todo, len(cfg.seeds))
     print_plan(exp, cfg, programs, todo)
     overall = _Overall(cfg, todo)
     summary = None
@@ -638,6 +641,8 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     mine = [r for r in results.records
             if any(all(r.get(k) == v for k, v in key.items()) for key in keys)]
     cells = summarise_cells(exp, cfg, mine)
+    if not hosts.writes_files():  # process 0 writes them
+        return cells
     folder = Path(cfg.results_dir)
     save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
                                     "config": to_dict(cfg), "notes": exp.notes(cfg),

@@ -22,6 +22,7 @@ from swan_jax.data.batching import Batch
 from swan_jax.settings import unknown_name
 from swan_jax.train._metric import Metric, as_scalar
 from swan_jax.train._placement import batch_targets
+from swan_jax.train._run_mesh import to_host
 
 MetricFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -161,7 +162,7 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric
     for batch in batches:
         target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask,
                                      select=_select(hp))
-        parts.append((np.asarray(predict(params, hp, batch)), np.asarray(target),
+        parts.append((to_host(predict(params, hp, batch)), np.asarray(target),
                       np.asarray(mask), _row_weights(batch) if weighted else None))
     return score_batches(*zip(*parts, strict=True), metric)
 
@@ -170,7 +171,7 @@ def _select(hp):
     """The runs' split column (`_splits.SPLIT_AXIS`) where their splits differ, else None."""
     from swan_jax.train._splits import SPLIT_AXIS
 
-    return None if SPLIT_AXIS not in hp else np.asarray(hp[SPLIT_AXIS])
+    return None if SPLIT_AXIS not in hp else to_host(hp[SPLIT_AXIS])
 
 
 def score_batches(preds: Sequence[np.ndarray], targets: Sequence[np.ndarray],
@@ -237,8 +238,8 @@ def reduce_scores(metric: Metric, pred, target, mask):
 
 def finish_scores(values, finite) -> tuple[list[float], np.ndarray]:
     """Per run: `device_scores`' values as floats, NaN where predictions were not finite."""
-    finite = np.asarray(finite)
-    return [float(v) if ok else math.nan for v, ok in zip(np.asarray(values, np.float64),
+    finite = to_host(finite)
+    return [float(v) if ok else math.nan for v, ok in zip(to_host(values).astype(np.float64),
                                                           finite, strict=True)], finite
 
 

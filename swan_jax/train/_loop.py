@@ -52,6 +52,7 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
+from swan_jax.train._run_mesh import RunMesh, to_host
 from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
 from swan_jax.train._state import (
     HOST_FIELDS,
@@ -92,7 +93,8 @@ class _Program:
         self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
         _check_split_axis(num_splits(splits), self.hp, cfg.metric)
         self.mode = metric_mode(cfg.metric)
-        self.place = Placement(cfg.data_parallel)
+        self.place = Placement(cfg.data_parallel, runs=RunMesh(
+            len(self.runs), what=cfg.description) if cfg.shard_runs else None)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)
@@ -196,7 +198,10 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
 def _step_estimate(prog: _Program, shapes) -> int:
     """The training step's estimated bytes (`_memory.step_bytes`) from the runs' shapes."""
     step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
-    return _memory.step_bytes(prog.model_fn, prog.cfg, prog.place, *shapes, prog.hp,
+    mesh = prog.place.runs  # with shard_runs, a device holds its share of the runs
+    params, opt_state, hp = (tree if mesh is None else mesh.share(tree)
+                             for tree in (*shapes, prog.hp))
+    return _memory.step_bytes(prog.model_fn, prog.cfg, prog.place, params, opt_state, hp,
                               step_batch, split_mask=prog.split_mask)
 
 
@@ -316,7 +321,7 @@ def _epoch_record(epoch: int, losses: np.ndarray, scores: dict[str, list[float]]
     twentieth), its scores per split and learning rates `[runs]`."""
     return {"epoch": epoch, "train_loss": np.mean(losses, axis=0).tolist(),
             "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
-            "lr": np.asarray(lr, np.float64).tolist(), "seconds": seconds}
+            "lr": to_host(lr).astype(np.float64).tolist(), "seconds": seconds}
 
 
 def _evaluated_splits(prog: _Program) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ class StepTooLarge(HintedError, MemoryError):
 def free_memory_bytes() -> int | None:
     """Free memory of the first device (accelerator statistics, else the host's
     MemAvailable), or None when unknown."""
-    stats = jax.devices()[0].memory_stats()
+    stats = jax.local_devices()[0].memory_stats()  # this process's (multi-host: its own)
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
     meminfo = Path("/proc/meminfo")

@@ -49,6 +49,7 @@ from swan_jax.train._evaluate import (
 )
 from swan_jax.train._metric import Metric
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._run_mesh import to_host
 from swan_jax.train._splits import SPLIT_AXIS
 from swan_jax.train._state import RunState
 
@@ -100,7 +101,7 @@ def choose_pipeline(kind: str, setup: Setup, free_bytes: int | None):
 
 def _losses(chunks: list[tuple[jax.Array, np.ndarray]]) -> np.ndarray:
     """`[steps, runs]` losses of an epoch's chunks (padding steps dropped)."""
-    return np.concatenate([np.asarray(loss)[ok] for loss, ok in chunks])
+    return np.concatenate([to_host(loss)[ok] for loss, ok in chunks])
 
 
 class DevicePipeline:
@@ -117,7 +118,7 @@ class DevicePipeline:
         evaluated = [k for k in setup.data if k != "train"]
         arrays = {**arrays, **dict(zip(evaluated, same_shapes([arrays[k] for k in evaluated]),
                                        strict=True))}
-        self.placed = {k: jax.device_put(a) for k, a in arrays.items()}
+        self.placed = {k: setup.place.data(a) for k, a in arrays.items()}
         self.eval_ids = _padded_steps({k: epoch_ids(setup.data[k], setup.eval_budget,
                                                     setup.eval_batch_size) for k in evaluated})
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
@@ -184,10 +185,10 @@ class DevicePipeline:
         if self.device_metric:
             return finish_scores(*out)
         if self.setup.metric in DEVICE_METRICS:
-            numerator, denominator, finite = (np.asarray(x) for x in out)
+            numerator, denominator, finite = (to_host(x) for x in out)
             self.denominators[split] = float(denominator)
             return finish_sums(numerator, denominator, finite, self.setup.metric)
-        pred, target, mask = (np.asarray(x) for x in out)
+        pred, target, mask = (to_host(x) for x in out)
         return score_batches(pred, target, mask, [None] * len(pred), self.setup.metric)
 
 
@@ -323,7 +324,7 @@ class HostPipeline:
             losses.append(loss)
             on_steps(1)
         state = state.replace(params=params, opt_state=opt_state)
-        return state, np.stack([np.asarray(x) for x in losses])
+        return state, np.stack([to_host(x) for x in losses])
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
         s = self.setup

@@ -56,7 +56,9 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
         return new_p, new_o, jnp.where(finite, loss, jnp.nan)
 
-    return jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
+    step = jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
+    return step if place.runs is None else place.runs.per_device(
+        step, (True, True, True, False, True))
 
 
 def make_predict(model_fn: ModelFn, place: Placement):
@@ -69,4 +71,6 @@ def predict_function(model_fn: ModelFn, place: Placement):
     def predict_one(p, h, batch: Batch):
         return place.model_apply(model_fn)(p, h, batch.graph)
 
-    return jax.vmap(predict_one, in_axes=(0, 0, None))
+    predict = jax.vmap(predict_one, in_axes=(0, 0, None))
+    return predict if place.runs is None else place.runs.per_device(
+        predict, (True, True, False))
