@@ -6,11 +6,16 @@
 # 2. Campaign cells for the rest of SLICE_SECONDS (default 540), in the order of value
 #    `CELLS` lists (`campaign run --ordered`: by the first pattern a cell matches, then
 #    cells under way first, then the cheapest remaining on this device kind):
-#      lrgb/*  lrgb-screen/*  lrgb-grid/*     the unfinished LRGB cells and the paper grid
-#      graphprop/*                           Table 1's controls (runnable cells only)
-#      graphprop-screen/*                    Table 1's screens
+#      lrgb/*                                the unfinished LRGB cells (minutes each)
+#      graphprop-control/*                   Table 1's controls, ADGN and GCN on "SSSP":
+#                                            about 18 H200 min, before any Table 1 spend
+#      transfer/*/10/*  runtime/*            cheap cells: Figure 3's GPS k = 10 (about
+#                                            1 H200 min each), the runtime table (3.5)
+#      lrgb-screen/*  lrgb-grid/*            the LRGB paper grid (screen, then best point)
+#      graphprop-screen/*  graphprop/*       Table 1's screens, then their best points
 #      transfer/*/50/*                       the k = 50 transfer cells
 #      tolokers/*                            the scalability table
+#      jacobian/*                            the Jacobian figure (about 8 H200 min)
 #    Every program trained records its shape and seconds per epoch in
 #    reproductions/campaign/costs.json (the plan's measured costs after `merge`).
 #
@@ -38,7 +43,7 @@ OUT=${OUT:-runs/gpu_slice}
 TOTAL=${SLICE_SECONDS:-540}
 CHECK_MINUTES=${CHECK_MINUTES:-1}
 MARGIN=25  # seconds kept after the campaign's own stop, for its collecting and bundling
-DEFAULT_CELLS='lrgb/* lrgb-screen/* lrgb-grid/* graphprop/* graphprop-screen/* transfer/*/50/* tolokers/*'
+DEFAULT_CELLS='lrgb/* graphprop-control/* transfer/*/10/* runtime/* lrgb-screen/* lrgb-grid/* graphprop-screen/* graphprop/* transfer/*/50/* tolokers/* jacobian/*'
 started=$(date +%s)
 mkdir -p "$OUT"
 

@@ -171,7 +171,7 @@ def _select(hp):
     """The runs' split column (`_splits.SPLIT_AXIS`) where their splits differ, else None."""
     from swan_jax.train._splits import SPLIT_AXIS
 
-    return None if SPLIT_AXIS not in hp else to_host(hp[SPLIT_AXIS])
+    return None if hp is None or SPLIT_AXIS not in hp else to_host(hp[SPLIT_AXIS])
 
 
 def score_batches(preds: Sequence[np.ndarray], targets: Sequence[np.ndarray],

@@ -254,7 +254,8 @@ def _check_grid_keys_read(prog: _Program, params, read: set[str]) -> None:
     its initialisation or (checked only when a key is left: a trace, no compile) a
     forward pass, nor a caller's `optimizer(hp)`."""
     keys = {k for point, _ in prog.runs for k in point}
-    left = keys - read - set(TRAIN_READS)
+    # The split axis is train's too: it picks each run's mask column (splits together).
+    left = keys - read - set(TRAIN_READS) - {SPLIT_AXIS}
     if not left:
         return
     one = functools.partial(jax.tree_util.tree_map,
