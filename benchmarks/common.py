@@ -30,6 +30,7 @@ from swan_jax.data import (
 )
 from swan_jax.data.batching import padding_share
 from swan_jax.encoders import AtomEncoder
+from swan_jax.ogb_vocabulary import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
 from swan_jax.train import TrainConfig, init_runs, make_train_step, stack_hparams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,9 @@ def matmul_rate(rows: int = 9600, width: int = 128, repeat: int = 30, columns: i
 
 def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
     """Peptide-shaped stand-ins (when the real files are absent): chains of about 151 atoms
-    with a ring every 10 atoms, random OGB atom and bond codes."""
+    with a ring every 10 atoms, random OGB atom and bond codes, each column inside its own
+    vocabulary (an embedding looks a code past its table up as NaN, so a stand-in with
+    out-of-range codes would train on NaN losses)."""
     rng = np.random.default_rng(seed)
     graphs = []
     for _ in range(num_graphs):
@@ -106,8 +109,8 @@ def _synthetic_peptides(num_graphs: int, seed: int = 0) -> GraphDataset:
         send = np.concatenate([s, rings])
         recv = np.concatenate([s + 1, rings + 5])
         e = len(send)
-        graphs.append(dict(nodes=rng.integers(0, 5, (n, 9)).astype(np.int32),
-                           edges=rng.integers(0, 3, (2 * e, 3)).astype(np.int32),
+        graphs.append(dict(nodes=rng.integers(0, ATOM_FEATURE_DIMS, (n, 9)).astype(np.int32),
+                           edges=rng.integers(0, BOND_FEATURE_DIMS, (2 * e, 3)).astype(np.int32),
                            senders=np.concatenate([send, recv]),
                            receivers=np.concatenate([recv, send]),
                            graph_targets=rng.integers(0, 2, (1, 10)).astype(np.float32)))
@@ -154,16 +157,37 @@ def padding_record(data: GraphDataset, batch, budget) -> dict[str, Any]:
 
 
 def lrgb_model(kind: str, hidden: int = HIDDEN, layers: int = LAYERS, solver: str = "euler"):
-    """Atom encoder, processor (`swan`, `swan-learn`, or a baseline such as `gcn`), and the
-    LRGB experiment's mean-pool MLP head for Peptides-func's 10 labels."""
+    """Atom encoder, processor (`swan`, `swan-learn`, `graphcon`, or a baseline such as
+    `gcn`), and the LRGB experiment's mean-pool MLP head for Peptides-func's 10 labels."""
     head = sj.GraphReadout((hidden, hidden // 2, 10), pooling=("mean",))
     if kind in sj.VARIANTS:
         cfg = sj.SWANConfig(variant=kind, adjacency="sym", num_layers=layers, beta=1.0,
                             gamma=0.1, epsilon=1.0)
         processor = sj.SWANBlock(cfg, solver)
+    elif kind == "graphcon":  # GraphCON-GCN at its own defaults (dt = alpha = gamma = 1)
+        processor = sj.GraphCONBlock(layers)
     else:
         processor = sj.MPNNStack(kind, hidden, layers)
     return sj.Model(AtomEncoder(hidden), processor, head)
+
+
+# GPS at the runtime table's setting (docs/gps.md): GraphGPS's Peptides-func
+# configuration (GatedGCN + Transformer, 4 heads, LapPE max_freqs 10 in 16 channels, Bond
+# edge encoder, mean pooling) at the table's 128 channels and 5 layers.
+GPS_LAP_K, GPS_PE_DIM, GPS_HEADS = 10, 16, 4
+
+
+def lrgb_gps_model(max_nodes: int, hidden: int = HIDDEN, layers: int = LAYERS):
+    """GraphGPS for Peptides-func's 10 labels over data with `GPS_LAP_K` LapPE columns
+    (`swan_jax.data.positional.with_positional_encodings`); `max_nodes`: the largest graph."""
+    from swan_jax.gps import BondEncoder, GPSEncoder, GPSStack, gps_feature_width
+
+    head = sj.GraphReadout((hidden, hidden // 2, 10), pooling=("mean",))
+    width = gps_feature_width(hidden, GPS_LAP_K, 0, GPS_PE_DIM)
+    encoder = GPSEncoder(AtomEncoder(width), GPS_LAP_K, pe_dim=GPS_PE_DIM)
+    processor = GPSStack(hidden, layers, max_nodes, num_heads=GPS_HEADS, local="gatedgcn",
+                         edge_encoder=BondEncoder(hidden))
+    return sj.Model(encoder, processor, head)
 
 
 def train_step_fn(model, batch, seeds: int = 1):

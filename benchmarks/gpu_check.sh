@@ -24,7 +24,8 @@
 #   .gpu_state/ state.tar of an earlier run ($OUT/state.tar), to continue its training
 # CPU smoke test: GPU_CHECK_SMOKE=1 OUT=runs/gpu_smoke bash benchmarks/gpu_check.sh
 # (GPU_CHECK_ONLY=training runs one part; GPU_CHECK_ANATOMY=peptides,tolokers chooses the
-# anatomy's workloads; GPU_CHECK_PROFILE the profile's, empty for none; GPU_CHECK_MINUTES
+# anatomy's workloads; GPU_CHECK_PROFILE the profile's, empty for none, and
+# GPU_CHECK_PROFILE_SECONDS its limit, default 150; GPU_CHECK_MINUTES
 # sets the budget after the profile, default 5). GPU_CHECK_TRANSFER=1 adds, after the
 # profile, issue 19's transfer target (benchmarks/transfer_protocol.sh, fused: about 75 s
 # on an H200), its summary and compilations written into this log.
@@ -65,7 +66,7 @@ fi
 status=0
 PROFILE=${GPU_CHECK_PROFILE-transfer,peptides-learn}
 if [ -n "$PROFILE" ]; then  # its own process: it sets XLA_FLAGS before JAX starts
-    timeout 150 "$PY" -m benchmarks.device_profile --only "$PROFILE" \
+    timeout "${GPU_CHECK_PROFILE_SECONDS:-150}" "$PY" -m benchmarks.device_profile --only "$PROFILE" \
         --out "$OUT/device_profile.json" ${GPU_CHECK_SMOKE:+--quick --epochs 1} \
         || echo "device profile ended with status $?"
 fi

@@ -418,7 +418,7 @@ def plot(args) -> None:
             floor = nonnegative_floor(run, split)
             if floor is not None:
                 row[1].axhline(floor, color="gray", ls=style, lw=1,
-                               label="floor: negatives predicted as 0" if split == "val" else None)
+                               label="plateau: negatives as 0" if split == "val" else None)
         row[0].set(title=f"{task}: train loss (per-graph MSE)", xlabel="epoch",
                    ylabel="log10 loss")
         row[1].set(title=f"{task}: val (solid), test (dashed)", xlabel="epoch",

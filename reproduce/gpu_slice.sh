@@ -1,36 +1,61 @@
 #!/usr/bin/env bash
-# One lent GPU command: the GPU check first (benchmarks/gpu_check.sh), then campaign cells
-# for the seconds left. Everything comes back under $OUT: the check's figures in
-# $OUT/check/, and $OUT/reproductions.tar (the campaign's state, collected cells and the
-# bundles of unfinished ones), which `python -m reproduce.campaign merge` takes into this
-# tree cell by cell.
+# One lent GPU window, run by itself: `bash reproduce/gpu_slice.sh` with no arguments.
 #
-#   OUT=runs/gpu_slice SLICE_SECONDS=540 CHECK_MINUTES=5 \
-#       CELLS='transfer/*/5/swan transfer/*/10/swan' bash reproduce/gpu_slice.sh
+# 1. The device profile (benchmarks/device_profile.py through benchmarks/gpu_check.sh,
+#    at most PROFILE_SECONDS=110): which kernels an epoch's time goes to.
+# 2. Campaign cells for the rest of SLICE_SECONDS (default 540), in the order of value
+#    `CELLS` lists (`campaign run --ordered`: by the first pattern a cell matches, then
+#    cells under way first, then the cheapest remaining on this device kind):
+#      lrgb/*                                the unfinished LRGB cells (minutes each)
+#      graphprop-control/*                   Table 1's controls, ADGN and GCN on "SSSP":
+#                                            about 18 H200 min, before any Table 1 spend
+#      transfer/*/10/*  runtime/*            cheap cells: Figure 3's GPS k = 10 (about
+#                                            1 H200 min each), the runtime table (3.5)
+#      lrgb-screen/*  lrgb-grid/*            the LRGB paper grid (screen, then best point)
+#      graphprop-screen/*  graphprop/*       Table 1's screens, then their best points
+#      transfer/*/50/*                       the k = 50 transfer cells
+#      tolokers/*                            the scalability table
+#      jacobian/*                            the Jacobian figure (about 8 H200 min)
+#    Every program trained records its shape and seconds per epoch in
+#    reproductions/campaign/costs.json (the plan's measured costs after `merge`).
 #
-# CHECK_MINUTES=0 skips the check; CHECK_PARTS and CHECK_ANATOMY choose its parts and the
-# epoch anatomy's workloads (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh;
-# CHECK_PARTS=none keeps only its device profile, GPU_CHECK_PROFILE; GPU_CHECK_TRANSFER=1
-# passes through and times issue 19's transfer target after the profile);
-# RUNTIME_TABLE=0 skips the paper's runtime table (`reproduce.runtime`, run before the
-# campaign, at most 5 minutes, with the authors' PyTorch beside it when .gpu_ref/swan.py
-# and torch are there). CELLS are campaign `--cells` patterns: give the slice cells that
-# no CPU campaign running at the same time will reach, so no cell is trained twice.
+# Everything comes back under $OUT: the profile in $OUT/check/, and
+# $OUT/reproductions.tar (the campaign's state, costs, collected cells and the bundles of
+# unfinished ones; cut into reproductions.tar.part00, .part01, ... of 15 MiB when larger,
+# as a lent machine returns files of at most 16 MiB), which
+# `python -m reproduce.campaign merge $OUT/reproductions.tar` takes into this tree cell by
+# cell (it joins the parts). Besides the profile, only the start (wheels, imports) and
+# the packing at the end are not the slice's: well under a minute.
+#
+#   OUT=runs/gpu_slice SLICE_SECONDS=540 CELLS='transfer/*/5/swan' bash reproduce/gpu_slice.sh
+#
+# CELLS are campaign `--cells` patterns: give the slice cells that no CPU campaign
+# running at the same time will reach, so no cell is trained twice. Optional extras:
+# CHECK_PARTS and CHECK_ANATOMY (GPU_CHECK_ONLY and GPU_CHECK_ANATOMY of gpu_check.sh,
+# default none: the profile alone) with CHECK_MINUTES for them; PROFILE (the profile's
+# workloads, default peptides-learn, empty for none); GPU_CHECK_TRANSFER=1 times issue
+# 19's transfer target after the profile; RUNTIME_TABLE=1 runs the paper's runtime table
+# (`reproduce.runtime`, at most 5 minutes, with the authors' PyTorch beside it when
+# .gpu_ref/swan.py and torch are there). GPU_CHECK_SMOKE=1 runs it all on a CPU (tiny).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_slice}
 TOTAL=${SLICE_SECONDS:-540}
-CHECK_MINUTES=${CHECK_MINUTES:-5}
+CHECK_MINUTES=${CHECK_MINUTES:-1}
 MARGIN=25  # seconds kept after the campaign's own stop, for its collecting and bundling
+DEFAULT_CELLS='lrgb/* graphprop-control/* transfer/*/10/* runtime/* lrgb-screen/* lrgb-grid/* graphprop-screen/* graphprop/* transfer/*/50/* tolokers/* jacobian/*'
 started=$(date +%s)
 mkdir -p "$OUT"
 
-if [ "$CHECK_MINUTES" != 0 ]; then
+if [ "$CHECK_MINUTES" != 0 ]; then  # the profile first, then the check's parts (none)
     GPU_CHECK_MINUTES=$CHECK_MINUTES OUT=$OUT/check \
-        GPU_CHECK_ONLY=${CHECK_PARTS:-reference,anatomy} \
+        GPU_CHECK_ONLY=${CHECK_PARTS:-none} \
         GPU_CHECK_ANATOMY=${CHECK_ANATOMY:-peptides,tolokers,transfer} \
+        GPU_CHECK_PROFILE=${PROFILE-peptides-learn} \
+        GPU_CHECK_PROFILE_SECONDS=${PROFILE_SECONDS:-110} \
         bash benchmarks/gpu_check.sh || echo "gpu check ended with status $?"
 fi
+echo "slice: $(($(date +%s) - started)) s before the campaign's cells (profile and check)"
 
 PY=${PY:-python3}
 if [ -n "${GPU_CHECK_SMOKE:-}" ] && [ -x .venv/bin/python ]; then
@@ -53,10 +78,27 @@ pack() {
     find "$work/reproductions/campaign/bundles" -name '*.npz' ! -newer "$work/.copied" \
         -delete 2>/dev/null
     tar -cf "$OUT/reproductions.tar" -C "$work" reproductions
+    if [ "$(stat -c %s "$OUT/reproductions.tar")" -gt $((15 * 1024 * 1024)) ]; then
+        split -b 15M -d -a 2 "$OUT/reproductions.tar" "$OUT/reproductions.tar.part" \
+            && rm "$OUT/reproductions.tar"  # merge joins the parts
+    fi
+    "$PY" - "$work/reproductions/campaign/costs.json" "$started" <<'PYEOF' || true
+import json, sys, time
+path, started = sys.argv[1], float(sys.argv[2])
+try:
+    items = json.load(open(path))["programs"]
+except (OSError, ValueError, KeyError):
+    items = []
+since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
+for t in (i for i in items if i.get("recorded", "") >= since):
+    print(f"cost: {t['device']} {t['program']}: {t['runs']} runs, {t['nodes']} nodes, "
+          f"layers {t['layers']}, hidden {t['hidden']}: {t['epochs']} epoch(s), first "
+          f"{t['first_epoch_seconds']} s, then {t['seconds_per_epoch']} s per epoch")
+PYEOF
 }
-work=/tmp/gpu_slice_work
+work=${SLICE_WORK:-/tmp/gpu_slice_work}
 rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/" && touch "$work/.copied"
-if [ "${RUNTIME_TABLE:-1}" = 1 ]; then  # the paper's runtime table, beside the authors' code
+if [ "${RUNTIME_TABLE:-0}" = 1 ]; then  # the paper's runtime table, beside the authors' code
     ref=()
     [ -f .gpu_ref/swan.py ] && ref=(--ref .gpu_ref/swan.py)
     timeout 300 "$PY" -m reproduce.runtime --reproductions "$work/reproductions" "${ref[@]}" \
@@ -72,15 +114,16 @@ if [ "$left" -lt 120 ]; then
 fi
 cells=()
 set -f  # the patterns are the campaign's, not the shell's
-for pattern in ${CELLS:-}; do cells+=(--cells "$pattern"); done
+for pattern in ${CELLS:-$DEFAULT_CELLS}; do cells+=(--cells "$pattern"); done
 set +f
 minutes=$("$PY" -c "print(round(($left - 10) / 60, 2))")
-echo "campaign: $minutes minutes, cells: ${CELLS:-all, in plan order}"
+echo "campaign: $minutes minutes, cells in this order of value: ${CELLS:-$DEFAULT_CELLS}"
 # The campaign is the only process on the GPU now: let JAX take 90% of its memory, not
 # the default 75% (transfer crossed-ring k = 50 SWAN's step is estimated at 59 GiB).
 XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.90} \
     timeout -s TERM "$left" "$PY" -m reproduce.campaign run \
-    --reproductions "$work/reproductions" --budget-minutes "$minutes" --no-render "${cells[@]}"
+    --reproductions "$work/reproductions" --budget-minutes "$minutes" --no-render --ordered \
+    "${cells[@]}"
 status=$?
 pack
 echo "gpu slice finished after $(($(date +%s) - started)) s (campaign status $status)"

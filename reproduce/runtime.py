@@ -1,8 +1,10 @@
 """The paper's runtime table (tab:runtimes), measured here: training and inference seconds
-per Peptides-func epoch for GCN, ADGN, SWAN and SWAN-learn at the table's setting (batch
-64, 128 channels, 5 layers), on the device that runs it, beside the paper's RTX 3090
-figures and, where torch and the authors' model file are at hand, the authors' PyTorch
-SWAN and SWAN-learn on the same device and data.
+per Peptides-func epoch for GCN, GPS, GraphCON, ADGN, SWAN and SWAN-learn at the table's
+setting (batch 64, 128 channels, 5 layers), on the device that runs it, beside the paper's
+RTX 3090 figures and, where torch and the authors' model file are at hand, the authors'
+PyTorch SWAN and SWAN-learn on the same device and data. GPS is
+`benchmarks.common.lrgb_gps_model` (its row builder adds LapPE). The campaign runs it as its cell
+`runtime/peptides-func` (`reproduce.campaign.measure`).
 
     python -m reproduce.runtime                         # -> reproductions/runtime-<kind>/
     python -m reproduce.runtime --ref .gpu_ref/swan.py  # with the authors' PyTorch beside
@@ -24,30 +26,86 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-MODELS = ("gcn", "adgn", "swan", "swan-learn")
+MODELS = ("gcn", "gps", "graphcon", "adgn", "swan", "swan-learn")  # the paper's rows
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
 
+# Rows swan-jax cannot time: model -> why (the table shows "not available"). Empty now
+# that every row of the paper's table has a model; kept for a row that loses its model.
+NOT_AVAILABLE: dict[str, str] = {}
 
-def measure_ours(epochs: int, quick: bool) -> tuple[dict[str, Any], dict[str, int]]:
-    """Per model: training, inference, epoch and first-epoch seconds; and the split sizes."""
+
+def _timed_row(work, epochs: int, kind: str) -> dict[str, Any]:
+    """One `train` call of `lrgb_model(kind)` on the workload: the row's seconds."""
     from benchmarks.common import lrgb_model
-    from benchmarks.epoch_anatomy import _epochs, _peptides
+
+    return _timed(dataclasses.replace(work, model_fn=lambda hp: lrgb_model(kind)), epochs)
+
+
+def _timed(work, epochs: int) -> dict[str, Any]:
+    """One `train` call of the workload's own model: the row's seconds."""
+    from benchmarks.epoch_anatomy import _epochs
+
+    timed = _epochs(work, "device", epochs)
+    return {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
+            "epoch_s": timed["epoch_s"], "first_epoch_s": timed["first_epoch_s"],
+            "epochs": epochs}
+
+
+def peptides_missing() -> str | None:
+    """Why the real Peptides-func cannot be timed here (None when its raw files are where
+    `benchmarks.epoch_anatomy` reads them); without them it times stand-in graphs."""
+    from benchmarks.common import ROOT
+    from swan_jax.data.lrgb import ensure_available
+
+    data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
+    missing = ensure_available(["peptides-func"], data_dir, download=False, verify_md5=False)
+    return (f"Peptides-func's raw files are not in {data_dir} (set SWAN_DATA_DIR)"
+            if missing else None)
+
+
+def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per model: training, inference, epoch and first-epoch seconds (or why the row is
+    not available); and the split sizes with the data's description (`about`)."""
+    from benchmarks.epoch_anatomy import _peptides
 
     work = _peptides(quick)
-    sizes = {name: len(split) for name, split in work.splits.items()}
-    out = {}
-    for kind in MODELS:
+    sizes: dict[str, Any] = {name: len(split) for name, split in work.splits.items()}
+    sizes["about"] = work.about
+    out: dict[str, Any] = {}
+    for kind in models:
+        if kind in NOT_AVAILABLE:
+            out[kind] = {"not_available": NOT_AVAILABLE[kind]}
+            print(f"runtime: {kind}: not available ({NOT_AVAILABLE[kind]})", flush=True)
+            continue
         print(f"runtime: {kind} ({epochs} epochs) ...", flush=True)
-        timed = _epochs(dataclasses.replace(work, model_fn=lambda hp, k=kind: lrgb_model(k)),
-                        "device", epochs)
-        out[kind] = {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
-                     "epoch_s": timed["epoch_s"], "first_epoch_s": timed["first_epoch_s"],
-                     "epochs": epochs}
+        out[kind] = ROW_BUILDERS.get(kind, lambda w, e, k=kind: _timed_row(w, e, k))(
+            work, epochs)
     return out, sizes
+
+
+def gps_workload(work):
+    """The runtime workload with GPS: the same graphs with LapPE appended (computed here,
+    once, untimed) and `benchmarks.common.lrgb_gps_model` sized to the largest graph."""
+    from benchmarks.common import GPS_LAP_K, lrgb_gps_model
+    from swan_jax.data.positional import with_positional_encodings
+
+    splits = {name: with_positional_encodings(split, lap_k=GPS_LAP_K)
+              for name, split in work.splits.items()}
+    max_nodes = max(int(split.n_node.max()) for split in splits.values())
+    model = lrgb_gps_model(max_nodes)
+    return dataclasses.replace(work, splits=splits, model_fn=lambda hp: model)
+
+
+# Rows with their own builder (model -> function of the shared workload and the epochs);
+# every other model is `benchmarks.common.lrgb_model(kind)` on the shared Peptides splits.
+ROW_BUILDERS: dict[str, Callable[[Any, int], dict[str, Any]]] = {
+    "gps": lambda work, epochs: _timed(gps_workload(work), epochs),
+}
 
 
 def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:
@@ -79,8 +137,10 @@ def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
     reference = ({"skipped": "no --ref (the authors' models/swan.py)"} if ref is None
                  else measure_reference(ref, max(epochs - 1, 1), quick))
     return {"experiment": EXPERIMENT, "machine": machine(), "graphs": sizes, "cells": [],
+            "config": {"epochs": epochs, "quick": quick},
             "setting": "Peptides-func, batch 64, 128 channels, 5 layers (Euler steps for "
-                       "SWAN, SWAN-learn and ADGN), AdamW, BCE, the device pipeline",
+                       "SWAN, SWAN-learn, ADGN and GraphCON), AdamW, BCE, the device "
+                       "pipeline",
             "models": ours, "reference": reference, "load_average": os.getloadavg(),
             "wall_s": time.time() - started}
 
@@ -99,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ref", type=Path, default=None,
                    help="the authors' graph_property_prediction/models/swan.py")
     p.add_argument("--quick", action="store_true", help="600 graphs a split (a smoke run)")
+    p.add_argument("--note", default="",
+                   help="a line shown beside the rows (e.g. how loaded the machine was)")
     p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default REPRODUCTIONS/runtime-<device kind>)")
@@ -109,16 +171,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--ref {args.ref}: no such file (the authors' models/swan.py)")
     out = args.out or _default_out(args.reproductions)
     record = results(args.epochs, args.quick, args.ref)
-    out.mkdir(parents=True, exist_ok=True)
-    from swan_jax.io import write_text_atomic
-
-    write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")
-    collected = {"source": "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]),
-                 "collected": time.strftime("%Y-%m-%d %H:%M:%S"), "experiment": EXPERIMENT,
-                 "note": f"load average {record['load_average'][0]:.1f} at the end"}
-    write_text_atomic(out / "collected.json", json.dumps(collected, indent=1) + "\n")
+    if args.note:
+        record["note"] = args.note
+    write_run(out, record, "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
     print(f"runtime: wrote {out / 'results.json'}")
     return 0
+
+
+def write_run(out: Path, record: dict[str, Any], source: str) -> None:
+    """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads
+    them (the campaign's runtime and Jacobian cells write theirs the same way)."""
+    from swan_jax.io import write_text_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")
+    collected = {"source": source, "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "experiment": record["experiment"],
+                 "note": f"load average {record['load_average'][0]:.1f} at the end"}
+    write_text_atomic(out / "collected.json", json.dumps(collected, indent=1) + "\n")
 
 
 if __name__ == "__main__":

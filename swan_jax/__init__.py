@@ -48,6 +48,7 @@ from swan_jax.graph import builders as graphs  # `sj.graphs`: the name before sw
 from swan_jax.models import (
     BASELINE_LAYERS,
     MLP,
+    GraphCONBlock,
     GraphReadout,
     LinearEncoder,
     Model,
@@ -73,7 +74,8 @@ __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from
 __all__ = [
     "analysis", "ACTIVATIONS", "ADAPTIVE_SOLVERS", "ADJACENCIES", "ADJACENCY_CODES", "ADJOINTS",
     "BASELINE_LAYERS",
-    "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphReadout", "IntegratorConfig",
+    "CompileCounter", "EdgeOperators", "FIXED_STEP_SOLVERS", "GraphCONBlock", "GraphReadout",
+    "IntegratorConfig",
     "LinearEncoder",
     "MLP", "MPNNStack", "graph", "graphs",
     "Model", "NodeReadout", "SOLVERS", "SWANBlock", "SWANConfig", "VARIANTS", "aggregate",

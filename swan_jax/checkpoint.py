@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from swan_jax.interrupts import held
 from swan_jax.io import RESUME, OutputWriteError, failure_reason
 from swan_jax.settings import HINT, Hint, HintedError
 
@@ -79,13 +80,14 @@ class CheckpointStore:
     def save(self, epoch: int, state: Any, meta: dict[str, Any]) -> None:
         """Write epoch `epoch`; raise `CheckpointWriteError` (one line) if it fails."""
         try:
-            with _quiet_orbax():
+            with held(), _quiet_orbax():  # an interrupt waits for the whole checkpoint
                 self._manager.save(epoch, args=ocp.args.Composite(
                     state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
                 self._manager.wait_until_finished()
         except Exception as err:  # noqa: BLE001 - orbax wraps OS errors in ValueError
             self._discard_partial(epoch)
-            kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
+            with _quiet_orbax():  # orbax >= 0.11 warns that `read` is deprecated
+                kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
             resume = (Hint("resume", True, f"{{switch}} continues from epoch {max(kept)}, "
                                            f"kept in {self.directory / str(max(kept))}")
                       if kept else None)

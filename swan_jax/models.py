@@ -214,6 +214,50 @@ class MPNNStack(nn.Module):
         return x
 
 
+# Couplings F_theta of GraphCON: the message-passing layer whose output drives the
+# oscillators (Rusch et al. 2022, Sec. 2: "GraphCON-GCN" and "GraphCON-GAT").
+GRAPHCON_COUPLINGS = ("gcn", "gat")
+
+
+class GraphCONBlock(nn.Module):
+    """GraphCON (Rusch et al., ICML 2022), graph-coupled oscillators, `[N, d] -> [N, d]`.
+
+    The second-order ODE `X'' = sigma(F_theta(X)) - gamma X - alpha X'` written as the
+    first-order system in `(X, Y = X')` and discretised as in that paper (its eq. 3),
+    one step per layer with step `dt = epsilon`:
+
+        Y_{n+1} = Y_n + dt [sigma(F_theta(X_n)) - gamma X_n - alpha Y_n]
+        X_{n+1} = X_n + dt Y_{n+1}
+
+    from `X_0 = Y_0 = x` (the encoded input, as the authors' code starts). `F_theta` is
+    one `GCNLayer` (`coupling="gcn"`, `D^-1/2 (A + I) D^-1/2 X W + b`) or `GATLayer`
+    (`"gat"`) whose weights all layers share, as GraphCON's; `sigma` is ReLU by default
+    (the authors' GraphCON-GCN). Returns `X_L`. `epsilon`, `gamma`, `alpha` may be traced
+    scalars (a vmapped grid). Padding rows stay apart: every term is per node or a
+    message along real edges.
+    """
+
+    num_layers: int
+    epsilon: float | Array = 1.0
+    gamma: float | Array = 1.0
+    alpha: float | Array = 1.0
+    coupling: str = "gcn"
+    activation: Callable[[Array], Array] = nn.relu
+
+    @nn.compact
+    def __call__(self, graph: Graph, x: Array) -> Array:
+        if self.coupling not in GRAPHCON_COUPLINGS:
+            raise ValueError(f"unknown GraphCON coupling {self.coupling!r}; valid couplings: "
+                             f"{', '.join(GRAPHCON_COUPLINGS)}")
+        layer = BASELINE_LAYERS[self.coupling](x.shape[-1])  # one F_theta for every step
+        dt = jnp.asarray(self.epsilon, x.dtype)
+        y = x
+        for _ in range(self.num_layers):
+            y = y + dt * (self.activation(layer(graph, x)) - self.gamma * x - self.alpha * y)
+            x = x + dt * y
+        return x
+
+
 # --- readouts ----------------------------------------------------------------------
 
 

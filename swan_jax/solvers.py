@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -219,6 +220,20 @@ def _solver_message(text: str) -> str | None:
     return None
 
 
+class _OwnCallbackErrors(logging.Filter):
+    """Drops JAX's log record of a failed callback when the failure is a SWAN solver
+    error: JAX logs it with the callback's traceback and equinox's banner (20 lines)
+    before raising it, and `clear_errors` raises it as its one sentence."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        err = record.exc_info[1] if record.exc_info else None
+        return err is None or _solver_message(str(err)) is None
+
+
+_CALLBACK_LOG = logging.getLogger("jax._src.callback")
+_OWN_CALLBACK_ERRORS = _OwnCallbackErrors()
+
+
 @contextlib.contextmanager
 def clear_errors() -> Iterator[None]:
     """Re-raise SWAN's run-time solver errors as `SolverError` with the message first.
@@ -230,8 +245,12 @@ def clear_errors() -> Iterator[None]:
         with sj.clear_errors():
             out = jitted_step(params, batch)
 
-    Other errors pass through unchanged.
+    Other errors pass through unchanged. Inside the block JAX's log of a callback that
+    failed with a SWAN solver error (its traceback) is dropped: the error is raised.
     """
+    added = _OWN_CALLBACK_ERRORS not in _CALLBACK_LOG.filters
+    if added:
+        _CALLBACK_LOG.addFilter(_OWN_CALLBACK_ERRORS)
     try:
         yield
     except (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError) as err:
@@ -239,6 +258,9 @@ def clear_errors() -> Iterator[None]:
         if message is None:
             raise
         raise SolverError(message) from None
+    finally:
+        if added:
+            _CALLBACK_LOG.removeFilter(_OWN_CALLBACK_ERRORS)
 
 
 def check_solve_options(rtol, atol, max_steps) -> None:

@@ -18,8 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reproduce.campaign import bundle, gather, loop, plan
-from reproduce.campaign.defaults import HEADER, default_entries
+from reproduce.campaign import bundle, gather, loop, measure, plan
+from reproduce.campaign.defaults import (
+    GRAPHPROP_MODELS,
+    HEADER,
+    SCREEN_EPOCHS,
+    default_entries,
+)
 from reproduce.campaign.runner import Deadline, cell_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,12 +66,14 @@ def test_the_plan_file_round_trips_and_the_committed_one_covers_the_paper():
     assert (REPO / "reproductions" / "campaign" / "plan.toml").read_text() == text
     transfer = [e for e in committed if e.experiment == "transfer"]
     assert len(transfer) == 84  # 3 topologies x 4 k x 7 models, GPS included
-    assert {e.status for e in transfer if e.id.endswith("/gps")} == {"not implemented"}
+    assert {e.status for e in transfer if e.id.endswith("/gps")} == {"runnable"}
     assert [e.priority for e in committed] == sorted(e.priority for e in committed)
-    for entry in committed:  # every runnable cell builds a valid configuration
-        if entry.runnable:
+    for entry in committed:  # every runnable sweep cell builds a valid configuration
+        if entry.runnable and not measure.is_measurement(entry):
             _, cfg = cell_config(entry, Path("unused"))
-            assert cfg.resume and cfg.epochs >= 100
+            # screens are short by design (their epochs are justified in defaults.py)
+            screen = entry.id.split("/")[0].endswith("-screen")
+            assert cfg.resume and cfg.epochs >= (30 if screen else 100)
             assert set(entry.cost_minutes) == set(plan.DEVICE_KINDS)
 
 
@@ -209,9 +216,14 @@ def test_a_gpu_slice_merges_cell_by_cell_into_a_tree_that_moved_on(tmp_path):
     trained_here = here.work / swan.slug / "program"
     trained_here.mkdir(parents=True)
     (trained_here / "run.json").write_text("{}")
-    refused, copied = merge_campaign(tar, here)
+    refused, copied, timed = merge_campaign(tar, here)
     assert refused.startswith(f"{swan.id}: not merged: it was trained here too")
     assert copied == "runtime-h200: measured there, copied into reproductions/runtime-h200"
+    # the slice's timed program (its shape and pace) joins this tree's costs, once
+    assert timed == "costs: 1 measured program(s) taken into reproductions/campaign/costs.json"
+    [cost] = [c for c in json.loads((here.folder / "costs.json").read_text())["programs"]
+              if c["device"] == "h200"]
+    assert cost["cell"] == swan.id and cost["runs"] == 2 and cost["epochs"] >= 1
     assert (here.reproductions / "runtime-h200" / "results.json").exists()
     shutil.rmtree(trained_here)
     assert merge_campaign(tar, here) == [f"{swan.id}: finished on h200, collected into "
@@ -269,6 +281,26 @@ def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path
     assert full_cfg.epochs == 1500 and dict(full_cfg.grid)["hidden"] == (30,)
     other = {**screened, "config": {**screened["config"], "epochs": 50}}  # another protocol
     assert not gather.resolve(full, entries, [other]).runnable
+
+
+def test_graphprop_cells_cover_table_1_and_its_controls_come_first(tmp_path):
+    entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
+    assert {"gin", "sage", "gat"} <= set(GRAPHPROP_MODELS)
+    for task in ("diameter", "sssp", "eccentricity"):
+        for model in GRAPHPROP_MODELS:
+            screen = entries[f"graphprop-screen/{task}/{model}"]
+            assert screen.runnable and screen.config["epochs"] == SCREEN_EPOCHS
+            assert entries[f"graphprop/{task}/{model}"].status == f"after {screen.id}"
+    controls = [e for e in entries.values() if e.id.startswith("graphprop-control/")]
+    assert sorted(e.id for e in controls) == ["graphprop-control/sssp/adgn",
+                                              "graphprop-control/sssp/gcn"]
+    first_screen = min(e.priority for e in entries.values()
+                       if e.id.startswith("graphprop-screen/"))
+    assert all(e.runnable and e.priority < first_screen for e in controls)
+    _, cfg = cell_config(entries["graphprop-control/sssp/adgn"], tmp_path)
+    assert (cfg.tasks, cfg.labels, cfg.models) == (("sssp",), ("paper",), ("adgn",))
+    assert (cfg.epochs, cfg.patience, len(cfg.seeds)) == (1500, 100, 4)  # the protocol
+    assert dict(cfg.grid)["epsilon"] == (1.0, 0.1)
 
 
 def test_command_line_refusals_are_one_line(tmp_path, capsys):
@@ -341,3 +373,50 @@ def test_a_merge_while_the_campaign_trains_keeps_its_cells(tmp_path):
     cells = json.loads(state_file.read_text())["cells"]
     assert cells["transfer/ring/3/gcn"] == {"status": "finished", "updated": "x"}
     assert cells[entry.id]["status"] == "finished"
+
+
+# ======================================================================== missing data
+
+
+def test_missing_data_leaves_an_under_way_cell_as_it_was_in_one_line(tmp_path):
+    """A cell whose data is missing (here: none downloadable, none on disk) is not run: one
+    line naming what is missing, and its state (under way, its progress) is not replaced
+    by a failure (issue 41: a campaign outside make recorded `failed: SweepRefused:
+    missing data, nothing was trained:` over an under-way cell)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    entry = plan.Entry(id="lrgb/peptides-struct/swan", experiment="lrgb", table="Table 3",
+                       priority=1, status="runnable",
+                       config={"datasets": ["peptides-struct"], "variants": ["swan"],
+                               "data_dir": str(empty), "download": False},
+                       cost_minutes={"cpu-2core": 1.0})
+    opts = _setup(tmp_path, [entry], "missing")
+    under_way = {"cells": {entry.id: {"status": "under way", "programs": "0 of 1",
+                                      "fraction": 0.15, "epochs": {"cpu-2core": 44}}}}
+    (opts.folder / loop.STATE_FILE).write_text(json.dumps(under_way))
+    lines = loop.run_campaign(opts)
+    [line] = [line for line in lines if line.startswith(entry.id)]
+    assert line.startswith(f"{entry.id}: not run, its state kept: peptides-struct / swan: not "
+                           f"run: data unavailable (missing raw file(s): peptides-struct: ")
+    assert f"put it at {empty}" in line and "\n" not in line and not line.endswith(":")
+    assert json.loads((opts.folder / loop.STATE_FILE).read_text()) == under_way
+
+
+def test_the_campaign_finds_the_repository_data_as_the_makefile_does(tmp_path, monkeypatch):
+    """Outside make: the plan's data_dir, else $SWAN_DATA_DIR (read by the experiment),
+    else the repository's ../shared/data (here a stand-in folder)."""
+    from reproduce.campaign import runner
+
+    entry = plan.Entry(id="lrgb/peptides-func/swan", experiment="lrgb", table="Table 3",
+                       priority=1, status="runnable", config={"datasets": ["peptides-func"]},
+                       cost_minutes={"cpu-2core": 1.0})
+    monkeypatch.setattr(runner, "REPO_DATA", tmp_path)
+    monkeypatch.delenv("SWAN_DATA_DIR", raising=False)
+    assert cell_config(entry, tmp_path / "w")[1].data_dir == tmp_path
+    mine = dataclasses.replace(entry, config={**entry.config, "data_dir": "/else"})
+    assert cell_config(mine, tmp_path / "w")[1].data_dir == Path("/else")
+    monkeypatch.setenv("SWAN_DATA_DIR", "/from/env")
+    assert cell_config(entry, tmp_path / "w")[1].data_dir is None  # the loader reads the env
+    monkeypatch.delenv("SWAN_DATA_DIR")
+    monkeypatch.setattr(runner, "REPO_DATA", tmp_path / "absent")
+    assert cell_config(entry, tmp_path / "w")[1].data_dir is None

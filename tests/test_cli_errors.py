@@ -49,7 +49,7 @@ VARIANT_LIST = "valid: " + ", ".join(VARIANTS)
 
 UNKNOWN_NAMES = [
     ("transfer", ["--model", "swan,gin2"], r"argument --model/--models: unknown 'gin2'; valid: "
-                                           r"swan, swan-learn, .*, gcn, gin, sage, gat$"),
+                                           r"swan, swan-learn, .*, gcn, gin, sage, gat, gps$"),
     ("transfer", ["--variant", "swan-xl"], rf"argument --variant: unknown 'swan-xl'; "
                                            rf"{VARIANT_LIST}$"),
     ("transfer", ["--topology", "torus"], r"argument --topology/--topologies: unknown 'torus'; "
@@ -60,8 +60,9 @@ UNKNOWN_NAMES = [
     ("transfer", ["--adjacency", "lap"], r"argument --adjacency: unknown 'lap'; valid: sym, adj$"),
     ("graphprop", ["--task", "girth"], r"argument --task: unknown 'girth'; valid: diameter, sssp, "
                                        r"eccentricity$"),
-    ("graphprop", ["--models", "swan-ld,gin"], r"argument --models: unknown 'gin'; valid: swan, "
-                                               r"swan-learn, swan-ld, .*, adgn, gcn$"),
+    ("graphprop", ["--models", "swan-ld,gine"], r"argument --models: unknown 'gine'; valid: "
+                                                r"swan, swan-learn, swan-ld, .*, adgn, gcn, gin, "
+                                                r"sage, gat, graphcon$"),
     ("graphprop", ["--variant", "gcn"], rf"argument --variant: unknown 'gcn'; {VARIANT_LIST}$"),
     ("graphprop", ["--labels", "ogb"], r"argument --labels: unknown 'ogb'; valid: "
                                               r"paper, faithful, swan-code$"),

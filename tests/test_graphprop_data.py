@@ -399,6 +399,31 @@ def test_per_graph_squared_error():
         gp.per_graph_squared_error(pred, target, [2, 1])
 
 
+def test_batch_averaged_score_weighs_every_batch_the_same():
+    # 5 graphs (1, 2, 1, 1, 2 nodes) in batches of 2: [g0 g1] [g2 g3] [g4], as the
+    # authors' 512 + 512 + 256 at test: the last batch's graph counts twice.
+    n_node = np.array([1, 2, 1, 1, 2])
+    target = np.zeros((7, 1))
+    pred = np.array([1.0, 2.0, 0.0, 3.0, 0.0, 1.0, 1.0])[:, None]
+    per_graph = np.array([1.0, 2.0, 9.0, 0.0, 1.0])  # node means of the squared errors
+    expected = np.mean([np.mean(per_graph[:2]), np.mean(per_graph[2:4]), per_graph[4]])
+    got = gp.batch_averaged_log10_mse(pred, target, n_node, batch_size=2)
+    assert got == pytest.approx(np.log10(expected))
+    assert got != pytest.approx(np.log10(per_graph.mean()))  # not the pooled score
+    pooled = gp.batch_averaged_log10_mse(pred, target, n_node, batch_size=5)
+    assert pooled == pytest.approx(np.log10(per_graph.mean()))  # one batch: pooled
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        gp.batch_averaged_log10_mse(pred, target, n_node, batch_size=0)
+
+
+def test_trained_column_names_what_each_setting_trains():
+    assert gp.trained_column("sssp", "paper") == "Laplacian features (D - A) x"
+    assert gp.trained_column("eccentricity", "paper") == "single-source distances"
+    assert gp.trained_column("sssp", "faithful") == "single-source distances"
+    assert gp.trained_column("eccentricity", "faithful") == "eccentricity"
+    assert gp.trained_column("diameter", "swan-code") == "diameter"
+
+
 def test_constant_predictor_by_hand():
     # Graph 1: labels (0, 0, 0, 4) -> node mean 1; graph 2: (4, 4) -> 4.
     train = _two_graph_split([0, 0, 0, 4, 4, 4], [4, 2])
@@ -406,6 +431,12 @@ def test_constant_predictor_by_hand():
     by_graph = gp.constant_predictor_scores({"train": train, "test": test}, "sssp")
     assert by_graph["constant"] == pytest.approx(2.5)  # mean of the graph means (1 + 4) / 2
     assert by_graph["test"] == pytest.approx(np.log10(1.25))  # graphs (1), (3): 2.25, 0.25
+    authors = gp.constant_predictor_scores({"train": train, "test": test}, "sssp",
+                                           batch_size=1)  # batches (2.25), (0.25)
+    assert authors["test_authors"] == pytest.approx(np.log10(1.25))
+    authors = gp.constant_predictor_scores({"train": train}, "sssp", batch_size=3)
+    # both training graphs (node means 5.25, 2.25) in one batch: the pooled score
+    assert authors["train_authors"] == pytest.approx(authors["train"])
     by_node = gp.constant_predictor_scores({"train": train, "test": test}, "sssp", "node")
     assert by_node["constant"] == pytest.approx(2.0)  # 12 / 6
     assert by_node["test"] == pytest.approx(np.log10(1.0))

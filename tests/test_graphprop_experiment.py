@@ -51,6 +51,16 @@ def test_tiny_sweep_writes_results_and_table_and_resumes(tmp_path, monkeypatch):
     assert len(record["runs"]) == 2 and {r["seed"] for r in record["runs"]} == {0, 1}
     # Node-level readout for sssp, pooled graph-level readout for diameter: both trained.
     assert all(r["epochs_run"] == 2 for rec in payload["records"] for r in rec["runs"])
+    # The authors' batch-averaged score of each run's best parameters: with every split in
+    # one batch (3 graphs, batch 128) it is the pooled score, run by run (seeds differ).
+    for rec in payload["records"]:
+        assert rec["runs"][0]["test"] != rec["runs"][1]["test"]
+        for run in rec["runs"]:
+            assert run["authors_test"] == pytest.approx(run["test"], abs=1e-5)
+            assert run["authors_val"] == pytest.approx(run["val_at_best"], abs=1e-5)
+    for cell in cells.values():
+        assert cell["authors_test_mean"] == pytest.approx(cell["test_mean"], abs=1e-5)
+        assert cell["authors_test_std"] == pytest.approx(cell["test_std"], abs=1e-5)
 
     # The constant predictor's reference row, scored as the cells are.
     constant = {row["task"]: row for row in payload["constant_predictor"]}

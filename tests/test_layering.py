@@ -19,7 +19,8 @@ REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
-        "swan_jax.solvers", "swan_jax.models", "swan_jax.encoders", "swan_jax.ogb_vocabulary",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.encoders",
+        "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
 # May import: (besides themselves). The package root (`swan_jax`) is the public face and
 # imports the core and `analysis`; `experiments` may import everything.
@@ -29,7 +30,7 @@ ALLOWED = {
     "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
                       "swan_jax.io", "swan_jax.settings"),
     "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                              "swan_jax.train"),
+                              "swan_jax.interrupts", "swan_jax.train"),
     # exports of trained runs: below the experiments (a sweep's rebuild is passed in)
     "swan_jax.export": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
                                "swan_jax.train", "swan_jax.export"),

@@ -89,7 +89,7 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
         lrgb.main(["--all", "--resume", *common])
     message = str(refused.value)
     assert message.startswith("missing data, nothing was trained:")
-    assert "peptides-struct / swan-learn: missing raw file" in message
+    assert "peptides-struct / swan-learn: not run: data unavailable (missing raw file" in message
     assert "pascalvoc-sp / swan-learn: " in message
     assert "--skip-missing" in message
     # --skip-missing opts into the partial run: done cells skipped, nothing retrains,
@@ -98,10 +98,12 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
     assert lrgb.main(["--all", "--resume", "--skip-missing", *common]) == 0
     out = capsys.readouterr().out
     assert out.count("already in") == 1
-    assert "PARTIAL RUN (--skip-missing), not run: peptides-struct / swan-learn: missing" in out
+    assert ("PARTIAL RUN (--skip-missing): 2 data set(s) missing:\n  peptides-struct / "
+            "swan-learn: not run: data unavailable (missing") in out
     assert "pascalvoc-sp" in out.split("PARTIAL RUN")[1]
     assert len(json.loads((tmp_path / "res/results.json").read_text())["records"]) == 1
-    assert "not run: pascalvoc-sp" in (tmp_path / "res/table.md").read_text()
+    assert "- pascalvoc-sp / swan-learn: not run: data unavailable" in (
+        tmp_path / "res/table.md").read_text()
 
 
 @pytest.mark.skipif(not (REAL_DATA / "peptides-functional").exists(),

@@ -31,6 +31,8 @@ def model(processor, out=3, graph_level=True):
 PROCESSORS = {
     **{v: sj.SWANBlock(sj.SWANConfig(variant=v, num_layers=3)) for v in sj.VARIANTS},
     **{k: sj.MPNNStack(k, 8, 3) for k in sj.BASELINE_LAYERS},
+    **{f"graphcon-{c}": sj.GraphCONBlock(num_layers=3, epsilon=0.5, coupling=c)
+       for c in sj.models.GRAPHCON_COUPLINGS},
 }
 
 

@@ -118,11 +118,12 @@ def test_missing_data_is_refused_before_training_or_skipped(tmp_path, capsys, mo
             "questions / gcn / 1") in message
     assert "questions/questions.npz" in message and "heterophilous-graphs" in message
     assert "--skip-missing" in message and not (tmp_path / "res").exists()
-    capsys.readouterr()
-    assert nce.main(flags(tmp_path, empty, "--dataset", "questions", "--skip-missing")) == 0
-    out = capsys.readouterr().out
-    assert "PARTIAL RUN (--skip-missing), not run: questions / gcn / 0" in out
-    assert json.loads((tmp_path / "res/results.json").read_text())["records"] == []
+    # --skip-missing with no data at all: nothing could run, so still refused (issue 41)
+    with pytest.raises(SystemExit) as refused:
+        nce.main(flags(tmp_path, empty, "--dataset", "questions", "--skip-missing"))
+    assert str(refused.value).startswith("no cell has its data, nothing was trained:\n  "
+                                         "questions / gcn / 0")
+    assert not (tmp_path / "res").exists()
 
 
 def test_ogbn_arxiv_format_trains_with_accuracy(tmp_path):

@@ -3,6 +3,7 @@ toy run (a `train()` call described with `describe_models`, and an experiment's 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -130,6 +131,22 @@ def test_predict_errors_are_one_line(toy_run, tmp_path, capsys):
     assert "--data" in err and len(err.splitlines()) == 1
     with pytest.raises(ValueError, match="level"):
         predict(None, None, line_swap_dataset(4), level="edge")
+
+
+def test_graphs_of_another_feature_width_are_one_line(toy_run, tmp_path, capsys):
+    """Issue 41: was Flax's and XLA's 25-line shape error from inside the model."""
+    tmp, _, test = toy_run
+    wide = dataclasses.replace(test, nodes=np.ones((test.nodes.shape[0], 3), np.float32))
+    wide.save(tmp_path / "wide.npz")
+    assert predict_cli.main([str(tmp / "run"), "--data", str(tmp_path / "wide.npz"),
+                             "--out", str(tmp_path / "p.npz")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    edges = "no" if test.edges is None else test.edges.shape[1]
+    assert line.startswith(f"swan-predict: these graphs do not fit the model: 3 node "
+                           f"feature(s) and {edges} edge feature(s) per row, and applying it "
+                           f"fails (")
+    assert line.endswith("give graphs featurised as its training data were")
+    assert not (tmp_path / "p.npz").exists()
 
 
 def test_an_experiment_run_predicts_its_own_test_metric(tmp_path):

@@ -148,15 +148,15 @@ def test_verdict_against_the_constant_predictor():
 
 def test_empty_reproductions_list_every_paper_cell_as_not_run(repro):
     text = rendered(repro)
-    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 6
-    assert section(text, "Graph transfer").count("| not implemented |") == 3 * 4  # GPS
-    assert section(text, "Graph property").count("| not run |") == 3 * 2 * 4 + 3 * 2
+    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 7  # GPS included
+    assert "not implemented" not in section(text, "Graph transfer")
+    assert section(text, "Graph property").count("| not run |") == 3 * 2 * 8 + 3 * 2
     assert section(text, "Long-range").count("| not run |") == 6
     assert section(text, "Node classification").count("| not run |") == 9
     assert section(text, "SWAN variants").count("| not run |") == 15
     coverage = section(text, "Coverage")
-    assert "| Figure 3: graph transfer | 84 | 0 | 0 | 84 (12 not implemented) | – |" in coverage
-    assert "| Table 1: graph property prediction | 12 | 0 | 0 | 12 | – |" in coverage
+    assert "| Figure 3: graph transfer | 84 | 0 | 0 | 84 | – |" in coverage
+    assert "| Table 1: graph property prediction | 24 | 0 | 0 | 24 | – |" in coverage
     assert "| Table 2: LRGB | 6 | 0 | 0 | 6 | – |" in coverage
     assert "| Table 3: SWAN variants (ablation) | 15 | 0 | 0 | 15 | – |" in coverage
     assert "## Graph property prediction (paper Table 1)" in text
@@ -196,12 +196,12 @@ def test_transfer_cells_verdicts_departures_and_figure(repro):
     assert "within 1 order" in ring and "grid 1 of 4 points" in ring  # beta cannot matter
     crossed = section(text, "Crossed Ring", "###")
     assert "better by 2.8 orders" in row(crossed, "3", "SWAN")
-    assert text.count("| not run |") == 72 - 4
+    assert text.count("| not run |") == 84 - 4  # GPS included
     assert "epochs 300 (paper 2000); 2 seed(s) (paper 4)" in text
     assert "beta {1} of the paper's {1, 0.1, 0.01, -1}" in text
     assert "![graph transfer](reproductions/figures/transfer.png)" in text
     assert (repro / "figures" / "transfer.png").stat().st_size > 10_000
-    assert ("| Figure 3: graph transfer | 84 | 0 | 4 | 80 (12 not implemented) | transfer "
+    assert ("| Figure 3: graph transfer | 84 | 0 | 4 | 80 | transfer "
             "(cpu:0) |") in rendered(repro)
 
 
@@ -224,7 +224,7 @@ def test_a_cell_at_the_full_protocol_still_improving_with_its_device_and_wall(re
     assert "| 1500-2000 | 4 | still improving (1 of 4 seeds best in the last 10% of 2000 " \
            "epochs) | full |" in adgn
     assert "| 3.0 min | transfer-gpu (cuda:0 (NVIDIA H200)) |" in adgn
-    assert "| Figure 3: graph transfer | 84 | 1 | 0 | 83 (12 not implemented) |" in text
+    assert "| Figure 3: graph transfer | 84 | 1 | 0 | 83 |" in text
 
 
 def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(repro):
@@ -232,9 +232,13 @@ def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(
              graphprop_cell("sssp", "paper", "constant", 0.9330)]
     write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
                   cells, [])
-    gcn = row(section(rendered(repro), "Label setting `paper`", "###"), "sssp", "gcn")
-    assert "at the constant predictor's floor" in gcn and "better" not in gcn
+    gcn = row(section(rendered(repro), "Label setting `paper`", "###"), LAPLACIAN, "gcn")
+    assert "at the constant predictor's level" in gcn and "better" not in gcn
     assert "grid 1 of 12 points" in gcn  # GCN's grid: width x depth, not SWAN's 864
+
+
+LAPLACIAN = "sssp (Laplacian features (D - A) x)"  # the paper's "SSSP" column
+DISTANCES = "eccentricity (single-source distances)"  # its "Eccentricity" column
 
 
 def graphprop_cell(task, labels, model, test, **kw):
@@ -255,14 +259,31 @@ def test_graphprop_settings_each_beside_the_right_reference(repro):
     paper = section(text, "Label setting `paper`", "###")
     faithful = section(text, "Label setting `faithful`", "###")
     assert "within the paper's std" in row(paper, "diameter", "swan")
-    assert "worse by 0.237" in row(paper, "sssp", "swan")
-    assert "better by 0.2094" in row(paper, "eccentricity", "swan")
-    assert "| sssp | constant predictor | 1.0100 |" in paper
+    assert "worse by 0.237" in row(paper, LAPLACIAN, "swan")
+    assert "better by 0.2094" in row(paper, DISTANCES, "swan")
+    assert f"| {LAPLACIAN} | constant predictor | 1.0100 |" in paper
     assert "| diameter | constant predictor | not run |" in paper
-    swan = row(faithful, "sssp", "swan")
+    swan = row(faithful, "sssp (single-source distances)", "swan")
     assert "paper: raw labels only" in swan and "1.05 below the constant predictor" in swan
-    assert "| sssp | constant predictor | -1.4500 |" in faithful
+    assert "| sssp (single-source distances) | constant predictor | -1.4500 |" in faithful
     assert "constant" not in [c.strip() for c in paper.split("|")]  # never a model row
+
+
+def test_graphprop_names_its_columns_and_judges_the_authors_score_beside_the_pooled(repro):
+    adgn = {**graphprop_cell("sssp", "paper", "adgn", -1.0), "authors_test_mean": -3.2,
+            "authors_test_std": 0.05}
+    write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
+                  [adgn, graphprop_cell("sssp", "paper", "gin", -0.5)], [])
+    text = section(rendered(repro), "Graph property")
+    paper = section(text, "Label setting `paper`", "###")
+    adgn_row = row(paper, LAPLACIAN, "adgn")  # pooled -1.0 would be worse by 2.2
+    assert "| -1.0000 ± 0.0000 | -3.2000 ± 0.0500 |" in adgn_row
+    assert "within the paper's std" in adgn_row and "(authors' score)" in adgn_row
+    gin_row = row(paper, LAPLACIAN, "gin")  # no authors' score recorded: judged pooled
+    assert "| not recorded | -0.5408 ± 0.4193 |" in gin_row and "(pooled score)" in gin_row
+    assert f"| {DISTANCES} | sage | not run |" in paper
+    assert "Laplacian features (D - A) x, a one-hop target" in text
+    assert "A plateau, not a floor" in text and "floor that" not in text
 
 
 def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro):
@@ -271,8 +292,8 @@ def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro)
     write_results(repro / "graphprop", "graphprop", config(), cells, [])
     text = section(rendered(repro), "Graph property")
     faithful = section(text, "Label setting `faithful`", "###")
-    assert "paper: raw labels only" in row(faithful, "sssp", "swan")
-    assert "| sssp | swan | not run |" in section(text, "Label setting `paper`", "###")
+    assert "paper: raw labels only" in row(faithful, "sssp (single-source distances)", "swan")
+    assert f"| {LAPLACIAN} | swan | not run |" in section(text, "Label setting `paper`", "###")
 
 
 def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
@@ -350,6 +371,10 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
     (repro / "graphprop-differential").mkdir()
     (repro / "graphprop-differential" / "section.md").write_text(
         "## GraphProp: differential check\n\nOurs and theirs agree.\n")
+    (repro / "graphprop-plateau").mkdir()  # issue 37's measurement: a section, not a run
+    (repro / "graphprop-plateau" / "section.md").write_text(
+        "## GraphProp: where the plateau ends\n\nAfter a few hundred steps.\n")
+    (repro / "graphprop-plateau" / "curves.csv").write_text("epoch,val\n0,0.8\n")
     (repro / "campaign").mkdir()
     (repro / "campaign" / "plan.toml").write_text(
         '[[cell]]\nid = "transfer/line/3/gcn"\nexperiment = "transfer"\npriority = 1\n'
@@ -361,6 +386,8 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
     lines = render(repro, repro.parent / "RESULTS.md")
     text = (repro.parent / "RESULTS.md").read_text()
     assert "Ours and theirs agree." in text and not any("campaign" in w for w in lines)
+    assert text.index("After a few hundred steps.") < text.index("Ours and theirs agree.")
+    assert "graphprop-plateau: no results.json" not in text
     assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in text
 
 
@@ -386,7 +413,7 @@ def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
          "models": {"adgn": {"train_s": 1.8, "inference_s": 0.3}}}))
     (small / "collected.json").write_text(json.dumps({"source": "test"}))
     text = rendered(repro)
-    assert "| Runtime table (tab:runtimes, RTX 3090) | 4 | 2 | 1 | 1 |" in text
+    assert "| Runtime table (tab:runtimes, RTX 3090) | 6 | 2 | 1 | 3 |" in text
     table_ = section(text, "Runtimes per epoch")
     assert row(table_, "SWAN", "0.33", "2.88", "0.09", "0.24").endswith(
         "| 3.2 / 0.7 | full | runtime-h200 (cuda:0 (NVIDIA H200)) |")
@@ -589,8 +616,10 @@ def test_committed_references_agree_with_the_experiments_and_the_issue():
     from swan_jax.experiments import graphprop, lrgb, transfer
 
     paper = json.loads((REPO / "reproductions" / "paper_values.json").read_text())
-    for (dataset, variant), value in lrgb.PAPER_TABLE3.items():
-        assert tuple(paper["lrgb"]["values"][dataset][variant]) == value
+    for (dataset, variant), value in lrgb.PAPER_TABLE3.items():  # Table 2, the ablation's
+        source = (paper["ablation"]["lrgb"] if variant in lrgb.ABLATION_VARIANTS
+                  else paper["lrgb"]["values"])
+        assert tuple(source[dataset][variant]) == value
     tasks = paper["graphprop"]["tasks"]
     for model, values in graphprop.PAPER.items():
         assert [tuple(paper["graphprop"]["values"][model][t]) for t in tasks] == list(values)

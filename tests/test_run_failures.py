@@ -261,11 +261,11 @@ def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path,
         assert message.startswith("missing data, nothing was trained:")
         for cell in (["peptides-struct / swan:", "pascalvoc-sp / swan:"] if name == "lrgb"
                      else ["tolokers / swan / 0:"]):
-            assert f"\n  {cell} missing raw file(s)" in message
+            assert f"\n  {cell} not run: data unavailable (missing raw file(s)" in message
         assert ("download failed" in message or "could not download" in message) \
             and "network disabled in tests" in message
-        assert message.endswith("get the files above, or pass --skip-missing to run only "
-                                "the cells whose data is present")
+        assert message.endswith("get the files above, or pass --skip-missing (make: leave "
+                                "out STRICT=1) to run only the cells whose data is present")
         assert _snapshot(data) == before
         assert not downloads.exists()  # not even the empty folders of a download
         assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()
@@ -318,10 +318,16 @@ def test_one_overall_bar_across_programs_with_a_first_estimate(tmp_path, capsys,
     assert "estimate" not in capsys.readouterr().out  # the first epoch compiles
     overall.epoch(1, {"seconds": 30.0})
     assert capsys.readouterr().out == (
-        "estimate: 30 s per epoch -> at most 2.0 min for the remaining 4 epoch(s) (less with "
-        "early stopping; the bar's ETA follows the real pace)\n")
+        "estimate: 30 s per epoch -> at most 2.0 min for the remaining 4 epoch(s) at this "
+        "program's pace (less with early stopping; 1 program(s) not started yet, each "
+        "estimated again at its own pace: another model or width can be slower)\n")
     overall.program_done(2, 3)  # early stopping after 2 of 3 epochs: the bar skips ahead
     assert overall.bar.n == 3
+    overall.epoch(0, {"seconds": 90.0})  # the next program (SWAN-learn after SWAN, say)
+    overall.epoch(1, {"seconds": 90.0})
+    assert capsys.readouterr().out == (
+        "estimate: 90 s per epoch -> at most 90 s for the remaining 1 epoch(s) at this "
+        "program's pace (less with early stopping)\n")
     overall.close()
     assert sweep._Overall(dataclasses.replace(cfg, progress=False), ["a", "b"]).bar is None
     assert sweep._Overall(cfg, ["only one"]).bar is None  # the program's own bar suffices

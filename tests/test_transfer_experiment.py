@@ -45,7 +45,7 @@ def test_cli_needs_a_cell_or_all_and_all_is_the_paper_grid():
     cfg = T.parse_config(["--all"])
     assert cfg.topologies == ("line", "ring", "crossed-ring")
     assert cfg.distances == (3, 5, 10, 50)
-    assert cfg.models == ("swan", "adgn", "gcn", "gin", "sage", "gat")
+    assert cfg.models == ("swan", "adgn", "gcn", "gin", "sage", "gat", "gps")
     assert (cfg.epochs, cfg.patience, cfg.grid["learning_rate"], cfg.seeds) == (
         2000, 100, (1e-3,), (0, 1, 2, 3))
     quick = T.parse_config(["--all", "--distances", "3,5", "--models", "swan,gcn", "--epochs",

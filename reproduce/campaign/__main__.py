@@ -2,6 +2,8 @@
 
     python -m reproduce.campaign [run] --budget-minutes 120 [--cells 'transfer/*']
         [--fit] [--device-kind cpu-2core|h100|h200] [--bundle-out FILE] [--bundle-in FILE]
+    python -m reproduce.campaign run --executor slurm --slurm-config cluster.toml
+        [--partition gpu --gpus 1 --time-minutes 240 --array-size 8] [--cells ...]
     python -m reproduce.campaign status [--device-kind h200]
     python -m reproduce.campaign plan --write
     python -m reproduce.campaign merge runs/gpu/reproductions.tar [...]
@@ -11,7 +13,10 @@ a GPU, 60 on a CPU), stops after a checkpoint, collects every finished cell into
 `reproductions/`, writes a resume bundle of each unfinished one
 (`reproductions/campaign/bundles/`, and `--bundle-out FILE`), re-renders RESULTS.md and
 prints what remains. SIGTERM or Ctrl-C stop the same way. Commit `reproductions/` and
-RESULTS.md afterwards: the next machine continues from them.
+RESULTS.md afterwards: the next machine continues from them. `--executor slurm` submits
+each chosen cell as a SLURM job instead (no budget: each job trains its cell to the end,
+requeued from its checkpoints when preempted or out of time) and collects them the same
+way when the jobs end (`reproduce.campaign.slurm`).
 
 A GPU slice (`reproduce/gpu_slice.sh`: the GPU check, then cells for the time left) runs
 in a copy of the tree and returns `$OUT/reproductions.tar`. Here, `merge` takes from it,
@@ -65,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="append", default=[],
                    help="only cells whose id matches this pattern (repeatable), e.g. "
                         "'transfer/*/3/*'")
+    p.add_argument("--ordered", action="store_true",
+                   help="take the cells in the order of the --cells patterns (the first "
+                        "each matches), then under way first, then the cheapest remaining "
+                        "on this device kind (a GPU slice's order of value)")
     p.add_argument("--fit", action="store_true",
                    help="start only cells whose remaining cost fits the time left")
     p.add_argument("--max-cell-minutes", type=float, default=None,
@@ -80,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-render", action="store_true", help="do not re-render RESULTS.md")
     p.add_argument("--note", default="", help="a line stored with the collected cells")
     p.add_argument("--write", action="store_true", help="plan: write the plan file")
+    from swan_jax.experiments.cluster import add_arguments
+
+    add_arguments(p)  # run --executor slurm: each cell a job (reproduce.campaign.slurm)
     return p
 
 
@@ -107,7 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"did you mean merge?")
     if args.budget_minutes is not None and not args.budget_minutes > 0:
         raise SystemExit("campaign: --budget-minutes must be > 0")
+    from swan_jax.experiments.cluster import ClusterError, options_from
+
     try:
+        slurm = options_from(args)
+        if slurm is not None and args.command != "run":
+            raise ClusterError(f"--executor slurm runs cells: it goes with run, not "
+                               f"{args.command}")
         if args.command == "plan":
             print("\n".join(_plan(args)))
             return 0
@@ -115,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         budget = args.budget_minutes or (CPU_BUDGET if kind.startswith("cpu") else GPU_BUDGET)
         opts = loop.Options(plan=args.plan, reproductions=args.reproductions, work=args.work,
                             device_kind=kind, budget_minutes=budget, cells=args.cells,
+                            ordered=args.ordered,
                             fit=args.fit, max_cell_minutes=args.max_cell_minutes,
                             bundle_out=args.bundle_out,
                             bundle_in=args.bundle_in,
@@ -132,9 +151,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines += loop.closing(opts, loop.load_plan(args.plan))  # RESULTS.md, what is left
         elif args.command == "status":
             lines = loop.remaining(loop.load_plan(args.plan), opts)
+        elif slurm is not None:
+            from reproduce.campaign.slurm import run_on_slurm
+
+            lines = run_on_slurm(opts, slurm)
         else:
             lines = loop.run_campaign(opts)
-    except (PlanError, bundle.BundleError, ReproductionsError) as err:
+    except (PlanError, bundle.BundleError, ReproductionsError, ClusterError) as err:
         raise SystemExit(f"campaign: {err}") from None
     if args.command != "run":  # a run prints as it goes
         print("\n".join(lines))

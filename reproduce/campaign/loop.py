@@ -8,6 +8,8 @@ One call (`run_campaign`):
    priority; with `fit`, only cells whose remaining cost on this device kind fits the
    time left;
 3. trains each (`runner.run_cell`) until the budget is spent: the last epoch is saved;
+   a measurement cell (the runtime table, the Jacobian figure: `measure.py`) runs whole
+   when its cost fits, into its own `reproductions/<name>-<device kind>/`;
 4. collects each finished cell into `reproductions/campaign-<group>/` at once and
    deletes its bundle; writes a bundle of each cell it left unfinished;
 5. writes `reproductions/campaign/state.json` (per cell: progress, device, measured
@@ -25,9 +27,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import bundle, gather
+from reproduce.campaign import bundle, costs, gather, measure
 from reproduce.campaign.plan import Entry, load_plan
-from reproduce.campaign.runner import FIRST_EPOCH_SECONDS, CellOutcome, Deadline, run_cell
+from reproduce.campaign.runner import (
+    DATA_HINT,
+    FIRST_EPOCH_SECONDS,
+    CellOutcome,
+    Deadline,
+    run_cell,
+)
 from swan_jax.io import write_text_atomic
 
 STATE_FILE = "state.json"
@@ -43,6 +51,7 @@ class Options:
     device_kind: str = "cpu-2core"
     budget_minutes: float = 60.0
     cells: Sequence[str] = ()  # fnmatch patterns on cell ids; empty: all
+    ordered: bool = False  # cells in the order of their patterns (`select`)
     fit: bool = False
     max_cell_minutes: float | None = None  # skip cells whose remaining cost is larger
     bundle_out: Path | None = None
@@ -82,11 +91,22 @@ def _under_way(entry: Entry, opts: Options) -> bool:
         (opts.work / entry.slug).rglob("run.json"))
 
 
-def select(entries: Sequence[Entry], opts: Options, done: set[str]) -> list[Entry]:
-    """Runnable, not done, matching `cells`; cells under way first, then the plan order."""
+def select(entries: Sequence[Entry], opts: Options, done: set[str],
+           state: dict[str, Any] | None = None) -> list[Entry]:
+    """Runnable, not done, matching `cells`; cells under way first, then the plan order.
+    With `ordered` (a GPU slice's order of value): by the first pattern of `cells` each
+    matches, then under way first, then the least remaining cost on this device kind."""
     chosen = [e for e in entries if e.runnable and e.id not in done and (
         not opts.cells or any(fnmatch.fnmatch(e.id, p) for p in opts.cells))]
-    return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    if not (opts.ordered and opts.cells):
+        return sorted(chosen, key=lambda e: not _under_way(e, opts))
+    state = state if state is not None else {"cells": {}}
+
+    def value(e: Entry) -> tuple:
+        pattern = next(i for i, p in enumerate(opts.cells) if fnmatch.fnmatch(e.id, p))
+        return pattern, not _under_way(e, opts), remaining_minutes(e, opts, state)
+
+    return sorted(chosen, key=value)
 
 
 def _fraction(outcome: CellOutcome, work: Path, cap: int) -> float:
@@ -187,11 +207,11 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     lines = _said(_restore_bundles(opts, entries))
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    done = {e.id for e in entries if e.runnable and gather.is_done(e, opts.reproductions, runs)}
+    done = {e.id for e in entries if e.runnable and is_done(e, opts, runs)}
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
-        for entry in select(entries, opts, done):
+        for entry in select(entries, opts, done, state):
             # No cell starts that could not start a program (every later one would only
             # report "no time for another program").
             first = opts.overrides.get("first_epoch_seconds", FIRST_EPOCH_SECONDS)
@@ -230,25 +250,46 @@ def _save_state(opts: Options, state: dict[str, Any], cells: Sequence[str]) -> N
     write_text_atomic(opts.folder / STATE_FILE, json.dumps(current, indent=1) + "\n")
 
 
+def is_done(entry: Entry, opts: Options, runs: Sequence[dict[str, Any]]) -> bool:
+    """A sweep cell collected at its protocol, or a measurement run on this device kind."""
+    if measure.is_measurement(entry):
+        return measure.is_done(entry, opts.reproductions, opts.device_kind)
+    return gather.is_done(entry, opts.reproductions, runs)
+
+
 def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, Any]
               ) -> list[str]:
+    if measure.is_measurement(entry):  # no sweep, no bundle: its run is written whole
+        try:
+            return _said(measure.run_measurement(entry, opts, deadline, state))
+        except KeyboardInterrupt:  # a signal while it measured: nothing was written
+            deadline.interrupted = True
+            return _said([f"{entry.id}: interrupted (nothing written)"])
+        except Exception as err:  # as a sweep cell's failure: it stops only this cell
+            return [_failed(entry, err, state)]
+    from swan_jax.experiments.sweep import DataUnavailable
+
     work = opts.work / entry.slug
     if opts.bundle_path(entry).exists():
         bundle.restore_bundle(opts.bundle_path(entry), work)
     print(f"campaign: {entry.id} on {opts.device_kind} ({deadline.left() / 60:.1f} min "
           f"left; full cost {entry.cost(opts.device_kind):g} min)", flush=True)
     try:
-        outcome = run_cell(entry, work, deadline, **opts.overrides)
+        outcome = run_cell(entry, work, deadline, **opts.overrides,
+                           packing_file=opts.folder / costs.PACKING_FILE)
     except KeyboardInterrupt:  # a signal between programs: nothing unsaved
         deadline.interrupted = True
         outcome = CellOutcome(False, 0, 0, 0, 0.0, stopped="interrupted")
-    except Exception as err:  # one cell's failure (missing data, a bug) stops only it
-        line = f"{entry.id}: failed: {type(err).__name__}: {str(err).splitlines()[0]}"
-        state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
+    except DataUnavailable as err:  # nothing ran: the cell's state (under way) stands
+        line = (f"{entry.id}: not run, its state kept: " + "; ".join(err.lines)
+                + f" (data: the plan's data_dir, else $SWAN_DATA_DIR, else {DATA_HINT})")
         print(line, flush=True)
         return [line]
+    except Exception as err:  # one cell's failure (memory, a bug) stops only it
+        return [_failed(entry, err, state)]
     _quiet_signals()
     _record(state, entry, outcome, opts, work, _epoch_cap(entry, opts))
+    costs.record(opts.folder, opts.device_kind, entry.id, outcome.timed)
     lines = [f"{entry.id}: {'finished' if outcome.finished else 'unfinished'} "
              f"({outcome.programs_done} of {outcome.programs} program(s), {outcome.epochs} "
              f"epoch(s) in {outcome.seconds / 60:.1f} min" + (f"; {outcome.stopped}" if
@@ -257,6 +298,19 @@ def _one_cell(entry: Entry, opts: Options, deadline: Deadline, state: dict[str, 
     _install_signals(deadline)  # back to stopping cleanly
     print("\n".join(lines), flush=True)
     return lines
+
+
+def _failed(entry: Entry, err: Exception, state: dict[str, Any]) -> str:
+    """The one line of a cell that failed (printed, and its status in the state)."""
+    line = f"{entry.id}: failed: {type(err).__name__}: {one_line(err)}"
+    state["cells"].setdefault(entry.id, {})["status"] = line.split(": ", 1)[1]
+    print(line, flush=True)
+    return line
+
+
+def one_line(err: BaseException) -> str:
+    """An error's message on one line (a refusal lists one data set per line)."""
+    return " ".join(str(err).split())
 
 
 def _epoch_cap(entry: Entry, opts: Options) -> int:
@@ -285,8 +339,7 @@ def remaining(entries: Sequence[Entry], opts: Options) -> list[str]:
     entries = resolved(entries, opts)
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
-    left = [e for e in entries if e.runnable and not gather.is_done(e, opts.reproductions,
-                                                                     runs)]
+    left = [e for e in entries if e.runnable and not is_done(e, opts, runs)]
     blocked = [e for e in entries if not e.runnable]
     total = sum(remaining_minutes(e, opts, state) for e in left)
     lines = [f"remaining: {len(left)} runnable cell(s), about {total / 60:.1f} h on "

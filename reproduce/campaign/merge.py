@@ -13,8 +13,9 @@ the copy never replaces the tree: for each plan cell, the side whose state is ne
 - its state entry replaces the local one, keeping the local seconds and epochs of other
   device kinds (the plan's cost columns).
 
-Measurements outside the plan (`runtime-<kind>/`, the runtime table's timings) are
-copied when this tree lacks them or holds different ones.
+Measurements (`runtime-<kind>/`, the runtime table's timings; `jacobian-<kind>/`, the
+Jacobian figure; `reproduce.campaign.measure`) are copied when this tree lacks them or
+holds different ones.
 
 A cell trained here too since (a work folder with checkpoints under the campaign's work
 folder) is refused with one line: two histories of one run cannot be merged, and the
@@ -34,8 +35,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.campaign import gather
+from reproduce.campaign import gather, measure
 from reproduce.campaign.bundle import BundleError, copy_bundle, remove_bundle
+from reproduce.campaign.costs import merge_costs, merge_packing
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import cell_config
 from swan_jax.io import write_text_atomic
@@ -59,20 +61,26 @@ def merge_campaign(source: str | Path, opts) -> list[str]:
             mine = ours["cells"].get(entry.id) or {}
             if not other or other.get("updated", "") <= mine.get("updated", ""):
                 continue
+            if measure.is_measurement(entry):  # its run is copied below, with the others
+                ours["cells"][entry.id] = _merged_state(mine, other)
+                continue
             line, taken = _take_cell(entry, mine, other, root, runs, opts)
             if taken:
                 ours["cells"][entry.id] = _merged_state(mine, other)
             lines += [line] if line else []
         write_text_atomic(opts.folder / STATE_FILE, json.dumps(ours, indent=1) + "\n")
         lines += _take_measurements(root, opts.reproductions)
+        lines += merge_costs(root, opts.reproductions)
+        lines += merge_packing(root, opts.reproductions)
     return lines or [f"{source}: nothing newer than this tree"]
 
 
 def _take_measurements(root: Path, local: Path) -> list[str]:
-    """Runs outside the plan that a slice measured (`runtime-<kind>/` of
-    `reproduce.runtime`): copied when this tree lacks them or holds other results."""
+    """Measurements a slice made (`runtime-<kind>/`, `jacobian-<kind>/`: the plan's
+    measurement cells or by hand): copied when this tree lacks them or holds other
+    results."""
     lines = []
-    for folder in sorted(root.glob("runtime-*")):
+    for folder in sorted(p for name in measure.MEASUREMENTS for p in root.glob(f"{name}-*")):
         mine = local / folder.name
         if (mine / "results.json").exists() and (mine / "results.json").read_bytes() == (
                 folder / "results.json").read_bytes():
@@ -99,7 +107,15 @@ def _collected_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def _unpacked(source: Path, tmp: Path) -> Path:
-    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`)."""
+    """The `reproductions/` folder of `source` (unpacking a tar into `tmp`; a tar the
+    slice cut into `<name>.part00`, `.part01`, ... is joined first)."""
+    parts = sorted(source.parent.glob(source.name + ".part*")) if not source.exists() else []
+    if parts:
+        joined = tmp / "joined.tar"
+        with joined.open("wb") as out:
+            for part in parts:
+                out.write(part.read_bytes())
+        source = joined
     if source.is_file():
         try:
             with tarfile.open(source) as tar:

@@ -7,7 +7,7 @@ paper cell (in the order the campaign takes them: `priority`, then the file's or
     experiment  a module of `swan_jax.experiments` (transfer, graphprop, lrgb, ...)
     table     the paper's figure or table (its LaTeX label)
     priority  smaller first (the issue's order: transfer, Peptides-func, GraphProp, ...)
-    status    "runnable": `config` is a complete sweep; "not implemented" (GPS);
+    status    "runnable": `config` is a complete sweep; "not implemented" (no code for it);
               "needs code": no sweep does it yet (the note says what is missing);
               "after <id>": waits for another cell (a screening's best point)
     config    changes to the experiment's packaged configuration (its paper protocol):

@@ -13,8 +13,10 @@ run resumes bit-identically).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import os
 import time
 import typing
 from collections.abc import Callable, Mapping
@@ -106,13 +108,33 @@ def _as_field(cls, name: str, value: Any) -> Any:
     return value
 
 
+# The repository's data beside it, as the Makefile finds it (../shared/data of the
+# repository root): the campaign runs outside make too. The package never looks there.
+REPO_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA_HINT = "../shared/data"
+
+
+def repository_data_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """$SWAN_DATA_DIR when set (the experiments read it themselves: None), else the
+    repository's `../shared/data` when it exists, else None (the loaders' `data/`)."""
+    env = os.environ if env is None else env
+    if env.get("SWAN_DATA_DIR") or not REPO_DATA.is_dir():
+        return None
+    return REPO_DATA
+
+
 def cell_config(entry: Entry, work: Path, **overrides: Any):
     """(experiment, configuration) of a plan cell run in `work` (always resumable): the
     experiment's packaged protocol, then the plan's changes (its grid axes replace the
-    packaged ones axis by axis)."""
+    packaged ones axis by axis). An experiment that reads raw files reads them from the
+    plan's `data_dir`, else $SWAN_DATA_DIR, else the repository's `../shared/data`."""
     exp = experiment(entry.experiment)
     base = exp.default_config()
     changes = {k: _as_field(exp.Config, k, v) for k, v in entry.config.items() if k != "grid"}
+    found = repository_data_dir()
+    if found is not None and "data_dir" in exp.Config.__dataclass_fields__ and \
+            "data_dir" not in changes and "data_dir" not in overrides:
+        changes["data_dir"] = found
     grid = {**base.grid, **{k: tuple(v) for k, v in (entry.config.get("grid") or {}).items()}}
     changes.update(grid=grid, results_dir=work, checkpoint_dir=work / "checkpoints",
                    resume=True, overwrite=False, progress=False, **overrides)
@@ -130,12 +152,65 @@ class CellOutcome:
     seconds: float
     cells: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stopped: str = ""
+    timed: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # `costs`
+
+
+def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
+    """What a program's cost depends on: experiment, runs, training nodes, layers, width."""
+    from swan_jax.experiments.sweep import data_sizes
+
+    axes = {**dict(cfg.grid), **program.static}
+
+    def one(value):  # a one-value grid axis as its value
+        return value[0] if isinstance(value, tuple | list) and len(value) == 1 else value
+
+    return {"program": program.name, "experiment": exp.name,
+            "runs": len(program.grid) * len(cfg.seeds),
+            "nodes": data_sizes(splits)["train"]["nodes"],
+            "layers": one(axes.get("num_layers", getattr(cfg, "num_layers", None))),
+            "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None)))}
+
+
+@contextlib.contextmanager
+def packing_cache(path: Path | None):
+    """A dict of `packing.memory_limit`'s figures read from `path` and written back if
+    it grew (None: a dict kept by no one)."""
+    import json
+
+    from swan_jax.io import write_text_atomic
+
+    known = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    cache = dict(known)
+    yield cache
+    if path is not None and cache != known:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
+
+
+class _Timer:
+    """The seconds of each epoch a call trains of one program (`Deadline.on_epoch_end`'s
+    records), as a `costs` entry."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline, self.seconds = deadline, []
+
+    def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
+        self.seconds.append(float(record.get("seconds", 0.0)))
+        self.deadline.on_epoch_end(epoch, record)
+
+    def entry(self, shape: Mapping[str, Any]) -> dict[str, Any]:
+        steady = sorted(self.seconds[1:])
+        return {**shape, "epochs": len(self.seconds),
+                "first_epoch_seconds": round(self.seconds[0], 3) if self.seconds else None,
+                "seconds_per_epoch": round(steady[len(steady) // 2], 4) if steady else None}
 
 
 def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
              first_epoch_seconds: float = FIRST_EPOCH_SECONDS,
-             **overrides: Any) -> CellOutcome:
-    """Train the cell's programs not yet done, in order, until done or out of time."""
+             packing_file: Path | None = None, **overrides: Any) -> CellOutcome:
+    """Train the cell's programs not yet done, in order, until done or out of time.
+    `packing_file`: the JSON kept of the memory figures that cut programs
+    (`packing_cache`), so that a cell resumed elsewhere does not trace them again."""
     from swan_jax.experiments import sweep
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.train import TrainingInterrupted
@@ -145,22 +220,28 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     sweep.check_outputs(cfg)
     results = ResultsFile(work / "results.json", resume=True)
     cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
-    programs = exp.plan(cfg, cells)
+    data = sweep._DataCache(exp, cfg)
+    with packing_cache(packing_file) as cache:
+        programs = exp.packed_plan(cfg, cells, data.get, cache=cache)
     todo = [p for p in programs if not results.done(sweep.done_key(cfg, p))]
-    splits, stopped = None, ""
+    splits, stopped, timed = None, "", []
     for program in todo:
         if not deadline.start_program(first_epoch_seconds):
             stopped = "no time for another program"
             break
-        splits = splits if splits is not None else exp.load_data(cfg, program.cell)
+        splits = data.get(program.cell)
         deadline.label, deadline.cap = f"{entry.id} {program.name}", int(cfg.epochs)
+        timer = _Timer(deadline)
         try:
             result = sweep.train_program(exp, cfg, program, splits,
-                                         on_epoch_end=deadline.on_epoch_end)
+                                         on_epoch_end=timer.on_epoch_end)
         except TrainingInterrupted:
             stopped = ("interrupted" if deadline.interrupted else "budget spent") + (
                 " (stopped after a checkpoint)")
             break
+        finally:
+            if timer.seconds:
+                timed.append(timer.entry(program_shape(exp, cfg, program, splits)))
         results.add(sweep.program_record(exp, cfg, program, result, splits))
     done = sum(results.done(sweep.done_key(cfg, p)) for p in programs)
     finished = done == len(programs) and not skipped
@@ -168,4 +249,5 @@ def run_cell(entry: Entry, work: Path, deadline: Deadline, *,
     return CellOutcome(finished=finished, programs=len(programs), programs_done=done,
                        epochs=deadline.epochs - epochs_before,
                        seconds=time.monotonic() - started,
-                       cells=summaries, stopped=stopped or ("; ".join(skipped)))
+                       cells=summaries, stopped=stopped or ("; ".join(skipped)),
+                       timed=timed)

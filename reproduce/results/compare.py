@@ -94,6 +94,6 @@ def against_constant(ours: float, constant: float | None) -> tuple[str, str]:
         return "n/a", "no reference (constant predictor not recorded)"
     diff = ours - constant
     if at_floor(ours, constant):
-        return "floor", (f"at the constant predictor's floor (Δ {diff:+.4f}): learned nothing "
-                         f"a constant does not; no comparison with the paper")
+        return "floor", (f"at the constant predictor's level (Δ {diff:+.4f}): learned "
+                         f"nothing a constant does not; no comparison with the paper")
     return "better", f"{-diff:.2f} below the constant predictor (MSE x{10 ** diff:.2g})"

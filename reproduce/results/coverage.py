@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from reproduce.results import pending
 from reproduce.results.blocks import (
     CELL_KEYS,
     cell_facts,
@@ -17,7 +18,7 @@ from reproduce.results.blocks import (
 )
 from reproduce.results.pending import runtime_protocol
 from reproduce.results.protocol import paper_cell_points
-from reproduce.results.store import RUNTIME, Run
+from reproduce.results.store import JACOBIAN, RUNTIME, Run
 
 
 def _status(rows: Sequence[tuple[Run, dict]], paper: Mapping[str, Any],
@@ -55,9 +56,20 @@ def _runtime_counts(paper: Mapping[str, Any], runs: Sequence[Run]) -> dict[str, 
     """The runtime table's models: full when some run timed whole epochs of it."""
     out = {"full": 0, "reduced": 0, "not run": 0, "not implemented": 0}
     for model in (paper.get("runtimes") or {}).get("values", {}):
-        timed = [run for run in runs if (run.results.get("models") or {}).get(model)]
+        timed = [run for run in runs if pending.timed(run, model)]
         status = ("full" if any(runtime_protocol(r) == "full" for r in timed)
                   else "reduced" if timed else "not run")
+        out[status] += 1
+    return out
+
+
+def _jacobian_counts(paper: Mapping[str, Any], runs: Sequence[Run]) -> dict[str, int]:
+    """The figure's models: full when some run measured it at the full protocol."""
+    out = {"full": 0, "reduced": 0, "not run": 0, "not implemented": 0}
+    for model in (paper.get("jacobian") or {}).get("models", []):
+        found = [run for run in runs if model in (run.results.get("models") or {})]
+        status = ("full" if any(pending.jacobian_protocol(r) == "full" for r in found)
+                  else "reduced" if found else "not run")
         out[status] += 1
     return out
 
@@ -92,8 +104,8 @@ def summary(paper: Mapping[str, Any], groups: Mapping[str, Sequence[Run]]) -> li
               []),
         _line("Runtime table (tab:runtimes, RTX 3090)", _runtime_counts(
             paper, groups.get(RUNTIME, [])), groups.get(RUNTIME, [])),
-        _line("Jacobian over layers (fig:jacobian_over_time)", _count(
-            list((paper.get("jacobian") or {}).get("models", [])), {}, {}, None), []),
+        _line("Jacobian over layers (fig:jacobian_over_time)", _jacobian_counts(
+            paper, groups.get(JACOBIAN, [])), groups.get(JACOBIAN, [])),
         _line("Scalability table (tab:additional_runtimes)", _count(
             n_keys, cell_rows(nodes, CELL_KEYS["node_classification"]),
             paper["node_classification"], None), nodes)]

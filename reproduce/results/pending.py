@@ -1,7 +1,8 @@
 """RESULTS.md sections for what the paper has and the runs mostly do not yet: the ablation
 (Table 3), the runtime table (RTX 3090), the Jacobian figure; the GraphProp differential
-check against the authors' code (written by its own session into
-`reproductions/graphprop-differential/section.md`, included verbatim); and where the
+check against the authors' code and where the GraphProp plateau ends (each written by its
+own session into `reproductions/graphprop-differential/section.md` and
+`reproductions/graphprop-plateau/section.md`, included verbatim); and where the
 reproduction campaign stands (`reproductions/campaign/`)."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
 
 DIFFERENTIAL = "graphprop-differential"
+PLATEAU = "graphprop-plateau"
 SECTION_FILE = "section.md"
 CAMPAIGN = "campaign"
 
@@ -48,8 +50,9 @@ def ablation(graphprop: Sequence[Run], lrgb: Sequence[Run], paper: Mapping[str, 
     return [f"## SWAN variants (paper {spec.get('table', 'Table 3')}, ablation)", "",
             "Test metric of SWAN without its global term (beta = 0), non-expanding (NE) "
             "and learned non-expanding variants; the GraphProp rows use the label setting "
-            "`paper`; the Peptides rows need the LRGB experiment to run these variants "
-            "(not yet: `reproductions/campaign/plan.toml`, status needs code).", "",
+            "`paper`; the Peptides rows are the LRGB experiment's `--variant swan-beta0,"
+            "swan-ne,swan-learn-ne` at its packaged point (campaign cells "
+            "`lrgb/<dataset>/<variant>`).", "",
             *table(["Data set / task", "Variant", "Ours: test", "Paper", "Verdict",
                     "Protocol", "Run (device)"], body)]
 
@@ -81,6 +84,8 @@ def runtime_protocol(run: Run) -> str:
     sizes = run.results.get("graphs") or {}
     short = [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
              if sizes.get(k, 0) < n]
+    if "(real)" not in sizes.get("about", "(real)"):  # benchmarks.epoch_anatomy's stand-ins
+        short.insert(0, "stand-in graphs, not Peptides-func")
     return "reduced: " + "; ".join(short) if short else "full"
 
 
@@ -88,21 +93,43 @@ def _seconds(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) else "–"
 
 
+def timed(run: Run, model: str) -> bool:
+    """Whether `run` timed `model` (a row it marks "not available" is not timed)."""
+    return "train_s" in ((run.results.get("models") or {}).get(model) or {})
+
+
+def _with_note(protocol: str, run: Run) -> str:
+    """The protocol, the run's note, and on a CPU the load it ran under (shared cores)."""
+    note = run.results.get("note")
+    load = run.results.get("load_average") or []
+    if len(load) == 3 and str(run.machine.get("device", "")).startswith("cpu"):
+        note = (f"{note}; " if note else "") + ("load average " + " / ".join(
+            f"{v:.0f}" for v in load) + " (1 / 5 / 15 min) at the end")
+    return f"{protocol}; {note}" if note else protocol
+
+
 def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
     rows = []
     for model, theirs in paper_values.items():
+        name = theirs.get("label") or model.upper()
         found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
         found = [(run, ours) for run, ours in found if ours]
         if not found:
-            rows.append([model.upper(), NOT_RUN, theirs["train_s"], NOT_RUN,
+            rows.append([name, NOT_RUN, theirs["train_s"], NOT_RUN,
                          theirs["inference_s"], "–", "", ""])
         for run, ours in found:
+            if "not_available" in ours:
+                rows.append([name, "not available", theirs["train_s"], "not available",
+                             theirs["inference_s"], "–", ours["not_available"],
+                             f"{run.name} ({device(run)})"])
+                continue
             ref = ((run.results.get("reference") or {}).get("models") or {}).get(model) or {}
             authors = (f"{_seconds(ref.get('train_s'))} / {_seconds(ref.get('inference_s'))}"
                        if ref else "–")
-            rows.append([model.upper(), _seconds(ours.get("train_s")), theirs["train_s"],
+            rows.append([name, _seconds(ours.get("train_s")), theirs["train_s"],
                          _seconds(ours.get("inference_s")), theirs["inference_s"], authors,
-                         runtime_protocol(run), f"{run.name} ({device(run)})"])
+                         _with_note(runtime_protocol(run), run),
+                         f"{run.name} ({device(run)})"])
     return rows
 
 
@@ -111,13 +138,16 @@ def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
     `runtime` run's (and the authors' PyTorch measured by the same run, where it was)."""
     spec = paper.get("runtimes") or {}
     intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
-             "`python -m reproduce.runtime` on the device named in each row, one `train` "
+             "`python -m reproduce.runtime` (the campaign's cell `runtime/peptides-func`) "
+             "on the device named in each row, one `train` "
              "call per model on the device pipeline; training is the median training part "
              "of the epochs after the first (which compiles), inference the median "
              "evaluation of the validation and test splits (4,662 graphs; the paper does "
              "not say which graphs its inference column counts). Authors' PyTorch: their "
              "public SWAN and SWAN-learn timed by the same run on the same device and data "
-             "(`benchmarks/reference_pytorch.py`), training / inference seconds.")
+             "(`benchmarks/reference_pytorch.py`), training / inference seconds. GPS is "
+             "GraphGPS's Peptides-func configuration (GatedGCN + attention, LapPE k = 10; "
+             "docs/gps.md); a run older than swan-jax's GPS shows it not available.")
     if not runs:
         intro += " Not run here yet."
     return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
@@ -126,12 +156,89 @@ def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
                     "Run (device)"], _runtime_rows(spec.get("values") or {}, runs))]
 
 
-def jacobian(paper: Mapping[str, Any]) -> list[str]:
+JACOBIAN_KINDS = {"field": "field J(t) at x(l)", "layer_map": "layer map x(l-1) -> x(l)"}
+
+
+def jacobian_protocol(run: Run) -> str:
+    """"full" when both models trained the LRGB protocol's epochs on the whole data set
+    (or SWAN came from a checkpoint), else "reduced: ..."."""
+    config, graphs = run.config, run.results.get("graphs") or {}
+    short = [f"{graphs.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+             if graphs.get(k, 0) < n]
+    epochs = {kind: (m.get("training") or {}).get("epochs") for kind, m in
+              (run.results.get("models") or {}).items() if "epochs" in (m.get("training")
+                                                                          or {})}
+    short += [f"{kind.upper()} trained {e} of 300 epochs" for kind, e in epochs.items()
+              if (e or 0) < 300]
+    if config.get("limit"):
+        short.insert(0, f"first {config['limit']} raw rows")
+    return "reduced: " + "; ".join(short) if short else "full"
+
+
+def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
+    theirs = spec.get("mean_relative_change") or {}
+    rows = []
+    for model in spec.get("models", []):
+        paper = f"{100 * theirs[model]:.3g}%" if model in theirs else "–"
+        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
+        found = [(run, ours) for run, ours in found if ours]
+        if not found:
+            rows.append([model.upper(), "–", NOT_RUN, paper, "", "", ""])
+        for run, ours in found:
+            nodes = (run.results.get("graphs") or {}).get("measured_nodes") or []
+            trained = ours.get("training") or {}
+            test = trained.get("test_ap")
+            where = (f"{len(nodes)} test graphs of {', '.join(map(str, nodes))} nodes"
+                     + (f"; epsilon {run.config.get('epsilon', 1.0):g}" if model == "swan"
+                        else "")
+                     + (f"; test AP {100 * test:.1f}" if isinstance(test, float) else ""))
+            for key, label in JACOBIAN_KINDS.items():
+                if key in ours:
+                    per_layer = ", ".join(f"{100 * v:.3g}" for v in ours[key]["per_layer"])
+                    rows.append([model.upper(), label, f"{100 * ours[key]['mean']:.3g}%",
+                                 paper, per_layer, _with_note(
+                                     f"{jacobian_protocol(run)}; {where}", run),
+                                 f"{run.name} ({device(run)})"])
+    return rows
+
+
+def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
+             out: Path | None = None) -> list[str]:
+    """The Jacobian figure: each run's mean relative change per model beside the paper's
+    averages, and each run's figure."""
+    import os
+
     spec = paper.get("jacobian") or {}
-    return ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
-            f"{spec.get('reference', '')}. Not run here yet (campaign cell "
-            "`jacobian/peptides-func`, needs a runner over `swan_jax.analysis` for trained "
-            "models): " + ", ".join(m.upper() for m in spec.get("models", [])) + ".", ""]
+    lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
+             f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
+             "average, GCN 40%. Ours: `python -m reproduce.jacobian` (the campaign's cell "
+             "`jacobian/peptides-func`): SWAN and GCN at the LRGB experiment's packaged "
+             "point, trained, then `||J(l) - J(l-1)||_F / ||J(l-1)||_F` with "
+             "`swan_jax.analysis` on the smallest test graphs (dense Jacobians), its mean "
+             "over layers and graphs beside the paper's; per layer l = 1..L-1 in percent. "
+             "For SWAN both the field's Jacobian J(t) (the paper's object) and its Euler "
+             "layer maps' (I + epsilon J); for GCN its layer maps (it has no field). "
+             "SWAN's change between layers scales with its step epsilon (a layer moves the "
+             "state by epsilon f), so each SWAN row names it; the paper names neither its "
+             "step here, the graphs, the norm nor the training."
+             + ("" if runs else " Not run here yet."), ""]
+    lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
+                    "Ours per layer, %", "Protocol", "Run (device)"],
+                   _jacobian_rows(spec, runs))
+    for run in runs:
+        figure = run.folder / "jacobian.png"
+        if figure.exists() and out is not None:
+            rel = Path(os.path.relpath(figure.resolve(), out.resolve().parent)).as_posix()
+            lines += [f"![Relative change of the Jacobian over layers, {run.name}]({rel})",
+                      ""]
+    return lines
+
+
+def plateau(root: Path) -> list[str]:
+    """Where the GraphProp plateau ends (issue 37): its own section, verbatim, when the
+    measurement's folder has one."""
+    path = root / PLATEAU / SECTION_FILE
+    return [path.read_text().rstrip(), ""] if path.exists() else []
 
 
 def differential(root: Path) -> list[str]:

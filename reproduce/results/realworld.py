@@ -1,4 +1,4 @@
-"""RESULTS.md sections of the real-world experiments: LRGB (Table 3 and the training
+"""RESULTS.md sections of the real-world experiments: LRGB (Table 2 and the training
 curves), node classification (the paper's runtime table), and any other experiment."""
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ from reproduce.results import coverage, pending, realworld, sections
 from reproduce.results.blocks import CELL_KEYS
 from reproduce.results.store import (
     FIGURES,
+    JACOBIAN,
+    MEASUREMENTS,
     RUNTIME,
     Run,
     load_paper,
@@ -87,15 +89,16 @@ def document(root: Path, out: Path) -> tuple[str, list[str]]:
     parts += sections.transfer(groups.get("transfer", []), paper["transfer"], authors,
                                figure["transfer"], _relative(figure["transfer"], out))
     parts += sections.graphprop(groups.get("graphprop", []), paper["graphprop"])
-    parts += pending.differential(root)
+    parts += pending.plateau(root) + pending.differential(root)
     parts += realworld.lrgb(groups.get("lrgb", []), paper["lrgb"], figure["lrgb"],
                             _relative(figure["lrgb"], out))
     parts += pending.ablation(groups.get("graphprop", []), groups.get("lrgb", []), paper)
-    parts += pending.runtimes(paper, groups.get(RUNTIME, [])) + pending.jacobian(paper)
+    parts += pending.runtimes(paper, groups.get(RUNTIME, []))
+    parts += pending.jacobian(paper, groups.get(JACOBIAN, []), out)
     parts += realworld.node_classification(groups.get("node_classification", []),
                                            paper["node_classification"])
     for name, members in groups.items():
-        if name not in CELL_KEYS and name != RUNTIME:
+        if name not in CELL_KEYS and name not in MEASUREMENTS:
             parts += realworld.other(name, members)
     parts += pending.campaign(root)
     parts += ["## Speed", "", "Step times, compilation counts and scaling are in "

@@ -106,6 +106,8 @@ def _finished(cell: Mapping[str, Any]) -> bool:
 
 
 RUNTIME = "runtime"  # `reproduce.runtime`'s timings: no sweep, so no configuration file
+JACOBIAN = "jacobian"  # `reproduce.jacobian`'s figure: likewise
+MEASUREMENTS = (RUNTIME, JACOBIAN)
 
 
 def load_run(folder: Path) -> Run | None:
@@ -122,7 +124,7 @@ def load_run(folder: Path) -> Run | None:
         collected = read_json(folder / COLLECTED_FILE)
     else:
         problems.append(f"no {COLLECTED_FILE} (timings and notes unknown)")
-    if not (folder / CONFIG_FILE).exists() and results.get("experiment") != RUNTIME:
+    if not (folder / CONFIG_FILE).exists() and results.get("experiment") not in MEASUREMENTS:
         problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
                         f"{RESULTS_FILE}'s copy of the configuration)")
     history = read_json(folder / HISTORY_FILE) if (folder / HISTORY_FILE).exists() else None

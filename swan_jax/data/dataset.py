@@ -165,6 +165,14 @@ class GraphDataset:
             arr = getattr(self, name)
             if arr is not None and arr.ndim != 2:
                 raise ValueError(f"{name} must be 2-D [rows, features], got shape {arr.shape}")
+        for name in ("nodes", "edges", "node_targets", "graph_targets"):
+            arr = getattr(self, name)
+            if arr is not None and not (np.issubdtype(arr.dtype, np.number)
+                                        or arr.dtype == np.bool_):
+                raise ValueError(f"{name} must be numbers, got dtype {arr.dtype} (e.g. "
+                                 f"{str(arr.flat[0])!r}): encode text or categories as numbers "
+                                 f"first (an index, or one-hot columns)" if arr.size else
+                                 f"{name} must be numbers, got dtype {arr.dtype}")
         total_nodes, total_edges = int(self.n_node.sum()), int(self.n_edge.sum())
         if self.nodes.shape[0] != total_nodes:
             raise ValueError(
@@ -377,7 +385,10 @@ class GraphDataset:
     @classmethod
     def load(cls, path: str | Path) -> tuple[GraphDataset, dict[str, np.ndarray]] | None:
         """The cached data set and its extras, or None when missing, stale or unreadable
-        (a truncated or corrupt file is named on stderr; the caller rebuilds it)."""
+        (a truncated or corrupt file, or one whose arrays are no data set, is named on
+        stderr; the caller rebuilds it). This is the loaders' cache reader: your own file
+        is read by `read`, which returns the data set alone and raises when it is missing
+        or not a data set."""
         import sys
         import zipfile
         import zlib
@@ -397,4 +408,9 @@ class GraphDataset:
             return None
         if not isinstance(meta, dict):
             return None
-        return cls(**fields, meta=meta), extra
+        try:
+            return cls(**fields, meta=meta), extra
+        except (ValueError, TypeError) as err:  # a whole file of the wrong arrays
+            print(f"cache {path} holds arrays that are not a data set ({err}); rebuilding it",
+                  file=sys.stderr, flush=True)
+            return None

@@ -27,15 +27,19 @@ on the value channel; the graph label is the diameter (largest finite distance).
 
 Label settings (`labels=`, see `LABEL_SETTINGS`):
 
-* "paper": what produced the paper's Table 2 (ADGN's pipeline, which the paper follows):
+* "paper": what produced the paper's Table 1 (ADGN's pipeline, which the paper follows):
   RAW labels and ADGN's columns. ADGN's loader (`gravins/Anti-SymmetricDGN`,
-  `graph_prop_pred/utils/pna_dataset.py`) calls `super().__init__(root)` before it sets
-  `self.pre_transform`, so `process()` runs without the normalising transform; and it reads
-  PNA's node labels as if they were `[eccentricity, laplacian, sssp]` (its comment) while
-  PNA stores `[sssp, eccentricity, laplacian]` (`multitask_dataset.py`: the sssp column
-  first, then `--nodes_labels`' eccentricity, graph_laplacian_features). So its task "sssp"
-  is column 2 (the Laplacian features `(D - A) x`) and its task "eccentricity" is column 0
-  (sssp). The diameter is right. Loss: per-graph node means, then the mean over graphs
+  `graph_prop_pred/utils/pna_dataset.py`, lines 64-69) calls `super().__init__(root)`
+  before it sets `self.pre_transform`, so `process()` runs without the normalising
+  transform; and it reads PNA's node labels as if they were `[eccentricity, laplacian,
+  sssp]` (its comment, line 45: only PNA's command-line default order) while PNA stores
+  `[sssp, eccentricity, laplacian]` (`multitask_dataset.py`, lines 105-121: the distances
+  first, then `--nodes_labels` without "sssp"). SWAN's loader (`gravins/SWAN`,
+  `graph_property_prediction/utils/gpp_dataset.py`, lines 87-92) picks the same columns.
+  So the paper's "SSSP" column is PNA column 2, the Laplacian features `(D - A) x` (a
+  one-hop target), its "Eccentricity" column is PNA column 0, the single-source
+  distances, true eccentricity is never trained, and the diameter is right
+  (`trained_column`). Loss: per-graph node means, then the mean over graphs
   (`swan_jax.losses.graph_mean_mse`); batch size 512 (ADGN's `model_selection.py`).
 * "faithful": the task as the paper describes it: every task its own column, labels
   divided by their maximum over the training split (`train_max`), per column.
@@ -110,6 +114,8 @@ LABEL_SETTINGS: dict[str, LabelSetting] = {
                               batch_size=128),
 }
 LEGACY_LABEL_COLUMNS = {"paper": "faithful", "adgn": "swan-code"}  # label_columns -> labels
+COLUMN_TITLES = {"sssp": "single-source distances", "eccentricity": "eccentricity",
+                 "laplacian": "Laplacian features (D - A) x", "diameter": "diameter"}
 SPLITS = ("train", "val", "test")
 DEFAULT_SEED = 1234
 DEFAULT_NODES = {"train": tuple(range(25, 35)), "val": tuple(range(25, 30)),
@@ -400,6 +406,17 @@ def resolve_labels(labels: str | None = None, label_columns: str | None = None) 
     return labels
 
 
+def trained_column(task: str, labels: str) -> str:
+    """What the task trains on in a label setting (`COLUMN_TITLES`): the "paper" and
+    "swan-code" settings read ADGN's columns, so their "sssp" is the Laplacian features
+    and their "eccentricity" the single-source distances (module docstring)."""
+    _check_task(task)
+    if task not in NODE_TASKS:
+        return COLUMN_TITLES[task]
+    column = LABEL_COLUMNS[LABEL_SETTINGS[resolve_labels(labels)].columns][task]
+    return COLUMN_TITLES[PNA_NODE_COLUMNS[column]]
+
+
 def _check_task(task: str) -> None:
     if task not in TASKS:
         raise ValueError(f"unknown graph-property task {task!r}; valid ones: {', '.join(TASKS)}")
@@ -510,14 +527,17 @@ def per_graph_squared_error(pred: np.ndarray, target: np.ndarray,
 
 
 def constant_predictor_scores(splits: dict[str, GraphDataset], task: str,
-                              averaging: str = "graph") -> dict[str, float]:
+                              averaging: str = "graph", *, batch_size: int | None = None
+                              ) -> dict[str, float]:
     """log10 MSE of the best constant fitted on the training split, for a results row.
 
     `averaging="graph"` scores like `graph_mean_mse` (per-graph node means, then the mean
     over graphs; the constant is the mean over training graphs of their node-mean label,
     which minimises that loss); `"node"` is the plain MSE over all rows with the plain
     training mean. Graph-level tasks (one row per graph) give the same in both.
-    Returns `{"constant", "train", "val", "test"}` (splits that are present).
+    Returns `{"constant", "train", "val", "test"}` (splits that are present); with
+    `batch_size`, also `"<split>_authors"`: the authors' batch-averaged score
+    (`batch_averaged_log10_mse`) of the same constant.
     """
     _check_task(task)
     if averaging not in ("graph", "node"):
@@ -548,6 +568,9 @@ def constant_predictor_scores(splits: dict[str, GraphDataset], task: str,
         else:
             mse = float(np.mean((pred - target) ** 2))
         out[split] = math.log10(max(mse, 1e-30))
+        if batch_size is not None:
+            out[f"{split}_authors"] = batch_averaged_log10_mse(pred, target, n_node,
+                                                               batch_size=batch_size)
     return out
 
 
@@ -560,3 +583,24 @@ def constant_predictor(task: str, labels: str = "paper", cache_dir: str | Path |
                             per_size=per_size, labels=labels)
     averaging = "graph" if LABEL_SETTINGS[labels].loss == "graph_mean_mse" else "node"
     return constant_predictor_scores(splits, task, averaging)
+
+
+def batch_averaged_log10_mse(pred: np.ndarray, target: np.ndarray, n_node: np.ndarray, *,
+                             batch_size: int) -> float:
+    """The authors' score: log10 of the mean over batches of each batch's loss.
+
+    The graphs (`n_node [G]` rows each of `pred`, `target [R, T]`, in the split's order)
+    go into consecutive batches of `batch_size` (the authors' unshuffled evaluation
+    loader); a batch's loss is the mean over its graphs of each graph's node-mean squared
+    error (ADGN's loss; one row per graph for the diameter), and every batch weighs the
+    same: at test, 1,280 graphs in batches of 512, 512 and 256, so each graph of the last
+    batch counts twice. With one batch (or equal batches) this is the pooled score.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    per_graph = per_graph_squared_error(pred, target, n_node)
+    if len(per_graph) == 0:
+        raise ValueError("no graphs to score")
+    means = [float(np.mean(per_graph[i:i + batch_size]))
+             for i in range(0, len(per_graph), batch_size)]
+    return math.log10(max(float(np.mean(means)), 1e-30))

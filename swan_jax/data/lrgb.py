@@ -48,7 +48,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from swan_jax.data import molecules
 from swan_jax.data.dataset import GraphDataset
@@ -60,6 +59,7 @@ from swan_jax.data.errors import (
     MissingDataError,
     MissingFile,
 )
+from swan_jax.data.progress import progress as show_progress
 from swan_jax.data.raw import RawFile, cached_md5, fetch_missing, folders, locate
 from swan_jax.data.safe_pickle import safe_load, safe_load_file
 
@@ -278,8 +278,8 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
     n_targets = len(target_columns)
 
     graphs, kept, n_bad, first_error = [], [], 0, ""
-    for r, (line, n_fields, values) in enumerate(tqdm(rows, desc=desc, disable=not progress,
-                                                      unit="mol", mininterval=1.0)):
+    for r, (line, n_fields, values) in enumerate(show_progress(rows, desc=desc, unit="mol",
+                                                               enabled=progress)):
         identifier = values[-1]
         ident = f", identifier {identifier}" if identifier is not None else ""
         where = f"{path}: row {r} (line {line}{ident})"
@@ -463,8 +463,8 @@ def _voc_graphs(graphs, path: str, limit: int | None, progress: bool) -> list[di
     if limit is not None:
         graphs = graphs[:limit]
     out = []
-    for g, item in enumerate(tqdm(graphs, desc=f"PascalVOC-SP {Path(path).name}",
-                                  disable=not progress, unit="graph", mininterval=1.0)):
+    for g, item in enumerate(show_progress(graphs, desc=f"PascalVOC-SP {Path(path).name}",
+                                           unit="graph", enabled=progress)):
         try:
             out.append(_voc_graph(item))
         except ValueError as err:

@@ -14,24 +14,30 @@ setting into a flag.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
+import logging
 import pickle
 import shlex
 import sys
+import tempfile
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
-from swan_jax.experiments import flags, signals
+from swan_jax.experiments import cluster, flags, signals
 from swan_jax.experiments.config import (
     SweepConfig,
     dump_toml,
     load_toml,
     script_name,
 )
+from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
 from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
@@ -59,6 +65,7 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     skip = () if exp.max_params is not None else ("allow_more_params",)
     flags.add_settings(p, exp.Config, exp.default_config(), label=exp.label, skip=skip)
     exp.add_arguments(p)
+    cluster.add_arguments(p)
     if "--variant" not in p._option_string_actions:  # a shortcut, where no setting is it
         p.add_argument("--variant", type=flags.names_parser("variant", VARIANTS),
                        default=None, help="comma-separated SWAN variants: a shortcut for "
@@ -113,9 +120,16 @@ def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
 def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> str:
     """What the interrupt watchdog prints when a compiled step does not return in time."""
     return (f"interrupted by {signals.signal_name()} inside a compiled step that did not "
-            f"return within seconds: the running program's last checkpoint is kept, finished "
-            f"programs are in {cfg.results_dir}/results.json.\n"
-            f"resume with: {resume_command(exp, argv)}")
+            f"return within seconds: the running program's last checkpoint is kept; "
+            f"{finished_where(cfg)}.\nresume with: {resume_command(exp, argv)}")
+
+
+def finished_where(cfg: SweepConfig) -> str:
+    """Where the finished programs are: the results file, when there is one yet."""
+    path = Path(cfg.results_dir) / "results.json"
+    if path.is_file():
+        return f"finished programs are in {path}"
+    return f"no program has finished yet ({path} is written when one does)"
 
 
 def flag_spelling(exp: Experiment) -> Callable[[str, Any], str | None]:
@@ -169,12 +183,62 @@ def solver_error_message(exp: Experiment, err: SolverError) -> str:
     return f"solver error: {' '.join(err.render(flag_spelling(exp)).split())}"
 
 
+BACKGROUND_LOG = "background-errors.log"
+
+
+class _BackgroundLog(logging.Handler):
+    """Appends to `<results-dir>/background-errors.log` (the temporary folder while there
+    is no results folder): what orbax's writer and reader threads report after the run's
+    own error is raised."""
+
+    def __init__(self, results_dir: Path):
+        super().__init__()
+        self.results_dir = Path(results_dir)
+
+    def write(self, text: str) -> None:
+        folder = self.results_dir if self.results_dir.is_dir() else Path(tempfile.gettempdir())
+        with contextlib.suppress(Exception), open(folder / BACKGROUND_LOG, "a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.write(logging.Formatter("%(name)s %(levelname)s %(message)s").format(record))
+
+    def unraisable(self, unraisable) -> None:
+        self.write(f"{unraisable.err_msg or 'unraisable'} {unraisable.object!r}\n"
+                   + "".join(traceback.format_exception(unraisable.exc_type,
+                                                        unraisable.exc_value,
+                                                        unraisable.exc_traceback)))
+
+
+def log_background_errors(results_dir: Path) -> None:
+    """Keep the reports of errors nothing can raise out of the terminal, in a log file:
+    tensorstore's threads calling into orbax's closed event loop after a failed restore
+    (`sys.unraisablehook`: 32 tracebacks of "Event loop is closed") and orbax's write
+    tasks failing on a full disk (asyncio's "Task exception was never retrieved", one
+    traceback per array). The run's own one line is what a user reads. For the rest of
+    the process: they come at its exit too."""
+    handler = _BackgroundLog(results_dir)
+    sys.unraisablehook = handler.unraisable
+    asyncio_log = logging.getLogger("asyncio")
+    for old in [h for h in asyncio_log.handlers if isinstance(h, _BackgroundLog)]:
+        asyncio_log.removeHandler(old)  # a second run in this process: its own folder
+    asyncio_log.addHandler(handler)
+    asyncio_log.propagate = False
+
+
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(exp, argv)
     if "--dry-run" in argv:
         return dry_run(exp, cfg)
+    log_background_errors(cfg.results_dir)
+    try:
+        slurm = cluster.options_from(build_parser(exp).parse_args(argv))
+    except cluster.ClusterError as err:
+        raise SystemExit(str(err)) from None
+    if slurm is not None:
+        return _on_slurm(exp, cfg, slurm)
     try:
         # SIGTERM ends it like Ctrl-C; a solver failure anywhere (the final scoring too)
         # is its one sentence, not equinox's wrapping
@@ -182,7 +246,8 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
                 clear_errors():
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
-            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict) as err:
+            CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
+            RunsDoNotDivide) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None
@@ -190,24 +255,36 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         kept = (f"{err.epochs_done} epoch(s) of the running program are safely checkpointed "
                 f"in {err.checkpoint_dir}" if err.checkpoint_dir else
                 "the running program kept no checkpoints")
-        print(f"interrupted{_by()}: {kept}; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()}: {kept}; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except KeyboardInterrupt:  # outside an epoch: loading data, compiling
-        print(f"interrupted{_by()} between epochs; finished programs are in {cfg.results_dir}/"
-              f"results.json.\nresume with: {resume_command(exp, argv)}", file=sys.stderr)
+        print(f"interrupted{_by()} between epochs; {finished_where(cfg)}.\nresume with: "
+              f"{resume_command(exp, argv)}", file=sys.stderr)
         raise SystemExit(signals.exit_code()) from None
     except Exception as err:  # data-layer errors become one line; anything else is a bug
         message = data_error_message(exp, err) or disk_full_message(err)
         if message is None:
             raise
         raise SystemExit(message) from None
+    if not writes_files():  # a multi-host sweep's other processes: process 0 reports
+        return 0
     print((cfg.results_dir / "table.md").read_text())
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")
     if outcome.not_run:
-        print("PARTIAL RUN (--skip-missing), not run: " + "; ".join(outcome.not_run))
+        print(f"PARTIAL RUN (--skip-missing): {len(outcome.not_run)} data set(s) missing:\n  "
+              + "\n  ".join(outcome.not_run))
     return report_divergence(exp, cfg, outcome.cells)
+
+
+def _on_slurm(exp: Experiment, cfg: SweepConfig, slurm: cluster.SlurmOptions) -> int:
+    """`--executor slurm`: the cells as jobs (`cluster.run_sweep`); a refusal in one line."""
+    try:
+        return cluster.run_sweep(exp, cfg, slurm)
+    except (FileExistsError, SweepRefused, OutputPathError, FolderInUse,
+            cluster.ClusterError) as err:
+        raise SystemExit(error_message(exp, err)) from None
 
 
 def dry_run(exp: Experiment, cfg: SweepConfig) -> int:

@@ -222,6 +222,22 @@ class SweepConfig(metaclass=_FlatSettings):
                                         "partial run, so stated)")
     allow_diverged: bool = io(False, help="exit 0 even when runs diverged (they are still "
                                           "reported on stderr)")
+    runs_per_program: int | None = io(None, low=1, help="at most this many runs (grid "
+                                                        "points x seeds) per compiled "
+                                                        "program: a static point's grid is "
+                                                        "cut into the fewest such programs "
+                                                        "(none: one program per static "
+                                                        "point)")
+    program_memory_gib: float | None = io(None, low=1e-6, help="cut a static point's grid "
+                                          "into the fewest programs whose training step "
+                                          "fits this many GiB by the memory check's "
+                                          "estimate (the same on every machine: give the "
+                                          "smaller device's; none: no cut)")
+    distributed: bool = io(False, help="one process of a multi-host job: "
+                                       "jax.distributed.initialize() first (SLURM found by "
+                                       "JAX; else JAX_COORDINATOR_ADDRESS, "
+                                       "SWAN_NUM_PROCESSES, SWAN_PROCESS_ID); process 0 "
+                                       "writes")
 
     def __post_init__(self) -> None:
         for name, value in check_fields(self).items():

@@ -67,7 +67,10 @@ def add_flag(group, entry: Entry, default: Any, *, dest: str | None = None) -> N
     spec, kind = entry.spec, kind_of(entry.hint)
     names = [flag_of(entry), *spec.aliases]
     dest = dest or entry.name
-    text = f"{spec.help} (default: {_shown(default)})"
+    # a help that says its own default (an unset path: "default $SWAN_DATA_DIR, else
+    # data/") is not followed by argparse's "(default: none)" as well
+    text = (spec.help if default is None and "(default " in spec.help
+            else f"{spec.help} (default: {_shown(default)})")
     if entry.group == "grid":
         hint = tuple[kind.item, ...]
         group.add_argument(*names, dest=dest, type=_text_parser(entry, hint), default=None,

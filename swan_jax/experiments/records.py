@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from swan_jax.io import save_json_atomic
+from swan_jax.train._run_mesh import writes_files
 
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict[str, Any]:
@@ -73,16 +74,34 @@ class ResultsFile:
         self.records: list[dict[str, Any]] = []
         if self.path.exists():
             if resume:
-                self.records = json.loads(self.path.read_text())["records"]
+                self.records = self._records()
             elif not overwrite:
                 raise FileExistsError(
                     f"{self.path} exists; pass --resume to skip the cells already done "
                     f"or --overwrite to start again")
+
+    def _records(self) -> list[dict[str, Any]]:
+        """The records of the existing file; one line naming it when it is not a results
+        file (truncated, edited, another program's): `FileExistsError`, as for a file
+        that is there without --resume."""
+        try:
+            records = json.loads(self.path.read_text())["records"]
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise ValueError("its records are not a list of objects")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+            reason = (f"no {err} key" if isinstance(err, KeyError)
+                      else " ".join(str(err).split()))
+            raise FileExistsError(
+                f"{self.path} is not a results file --resume can continue ({reason}): move "
+                f"it away (the checkpoints are kept and resume), or pass --overwrite to "
+                f"start again") from None
+        return records
 
     def done(self, key: Mapping[str, Any]) -> bool:
         return any(all(r.get(k) == v for k, v in key.items()) for r in self.records)
 
     def add(self, record: dict[str, Any]) -> None:
         self.records.append(record)
-        save_json_atomic(self.path, {"machine": machine_info(), "records": self.records},
-                         overwrite=True)
+        if writes_files():  # process 0 of a multi-host sweep; every process has the records
+            save_json_atomic(self.path, {"machine": machine_info(),
+                                         "records": self.records}, overwrite=True)

@@ -82,8 +82,9 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
         lines += [_row(exp, columns, c) for c in members]
         lines.append("")
     if skipped:
-        lines += ["**Partial run** (`--skip-missing`): these cells were not run:", ""]
-        lines += [f"- not run: {s}" for s in skipped] + [""]
+        lines += ["**Partial run** (`--skip-missing`): the cells below have no result "
+                  "here; each line says what is missing and how to get it:", ""]
+        lines += [f"- {s}" for s in skipped] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_FILE = "results.json"
+# Printed in percent, as table.md and the paper print them (AP, F1, AUC, accuracy).
+PERCENT_METRICS = ("ap", "f1", "roc_auc", "accuracy")
 
 
 class ResultsFolderError(ValueError):
@@ -50,8 +52,11 @@ def cell_line(cell: Mapping[str, Any]) -> str:
     seeds = cell.get("seeds", [])
     diverged = sum(bool(d) for d in cell.get("diverged", ()))
     best = ", ".join(f"{k}={v}" for k, v in (cell.get("best_hparams") or {}).items())
-    line = (f"{label}: test {cell.get('metric', '?')} {cell['test_mean']:.4g} ± "
-            f"{cell['test_std']:.4g} over {len(seeds)} seed(s)" + (f" at {best}" if best else ""))
+    metric = cell.get("metric", "?")
+    scale, unit = (100.0, " %") if metric in PERCENT_METRICS else (1.0, "")
+    line = (f"{label}: test {metric} {scale * cell['test_mean']:.4g} ± "
+            f"{scale * cell['test_std']:.4g}{unit} over {len(seeds)} seed(s)"
+            + (f" at {best}" if best else ""))
     return line + (f"; {diverged} run(s) diverged" if diverged else "")
 
 
@@ -69,7 +74,9 @@ def summarise(path: str | Path) -> list[str]:
     lines = [f"{path.parent}: {results.get('experiment', '?')}, {len(cells)} cell(s)"
              + (f", measured on {where}" if where else "")]
     lines += [f"  {cell_line(cell)}" for cell in cells]
-    lines += [f"  not run: {item}" for item in results.get("not_run") or []]
+    # lines written before issue 41 name only the cells and the reason
+    lines += [f"  {item}" if "not run:" in item else f"  not run: {item}"
+              for item in results.get("not_run") or []]
     table = path.parent / "table.md"
     if table.is_file():
         lines.append(f"  table beside the paper: {table}")

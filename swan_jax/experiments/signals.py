@@ -9,7 +9,8 @@ command; and a watchdog thread, woken through `signal.set_wakeup_fd` (written by
 handler even while the main thread is stuck), that ends the process with the caller's
 message when that handler has not run within `grace` seconds. Ending it then is as safe
 as SIGKILL, which the checkpoints survive: each is written to a temporary folder and
-renamed when complete.
+renamed when complete. While a checkpoint or the final scores are written
+(`swan_jax.interrupts.held`) the signal waits for them, and so does the watchdog.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+
+from swan_jax import interrupts
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -62,7 +65,12 @@ def _watch(read_fd: int, grace: float, stuck_message: Callable[[], str],
         signum = next((b for b in data if b in HANDLED), None)
         if signum is None:
             continue
-        if _state.handled.wait(grace) or stop.is_set():
+        while not _state.handled.wait(grace) and not stop.is_set():
+            if not interrupts.holding():
+                break  # stuck: end it below
+        # (inside `interrupts.held()` a checkpoint or the final scores are being written:
+        # the signal is delivered when they are whole, so the watchdog waits for that)
+        if _state.handled.is_set() or stop.is_set():
             return  # the main thread took it (or the run is over)
         _state.signum = signum
         with contextlib.suppress(Exception):

@@ -21,7 +21,6 @@ one compiled program per combination; every other axis numeric = vmapped), its t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import shutil
@@ -34,9 +33,10 @@ import jax
 import numpy as np
 
 from swan_jax.config import TRACED_CHOICES, concrete_hparams
-from swan_jax.experiments import report
+from swan_jax.experiments import hosts, packing, report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
+from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.models import parameters_only
@@ -84,6 +84,8 @@ class Experiment:
     # False: the test split is scored only at the end, at each run's best validation epoch
     # (no per-epoch test curve), so an epoch evaluates once: one pass over a large graph.
     track_test: ClassVar[bool] = True
+    # More scores per run (`run_scores`), summarised per cell as `<name>_mean`, `_std`.
+    run_score_names: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------ what is particular
     def cells(self, cfg: SweepConfig) -> list[Cell]:
@@ -123,6 +125,12 @@ class Experiment:
     def scale(self, cell: Mapping[str, Any]) -> float:
         """Table values are the metric times this (100: percent, as the paper prints)."""
         return self.display_scale
+
+    def run_scores(self, cfg: SweepConfig, program: Program, result: TrainResult,
+                   splits: Mapping[str, Split]) -> list[dict[str, float]] | None:
+        """Per run (in `result.runs`' order), more scores of its best parameters, named
+        in `run_score_names` (GraphProp: the authors' batch-averaged score); none here."""
+        return None
 
     def extra_results(self, cfg: SweepConfig) -> dict[str, Any]:
         """More top-level entries of results.json (reference scores, ...); none here."""
@@ -171,7 +179,20 @@ class Experiment:
     def plan(self, cfg: SweepConfig, cells: Sequence[Cell] | None = None) -> list[Program]:
         """Every program of every cell, in order."""
         cells = self.cells(cfg) if cells is None else cells
-        return [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        return packing.pack(programs, cfg)  # `runs_per_program` (memory: `packed_plan`)
+
+    def packed_plan(self, cfg: SweepConfig, cells: Sequence[Cell], splits_of, *,
+                    cache=None) -> list[Program]:
+        """`plan`, with each static point cut to the runs whose step fits
+        `cfg.program_memory_gib` (`packing`: needs the cells' data, `splits_of(cell)`;
+        `cache`: a dict the caller keeps of the figures, `packing.memory_limit`)."""
+        programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
+        if cfg.program_memory_gib is None:
+            return packing.pack(programs, cfg)
+        limit = packing.memory_limit(self, cfg, splits_of,
+                                     lambda p: train_config(self, cfg, p, None), cache)
+        return packing.pack(programs, cfg, limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,12 +216,6 @@ def grid_points(axes: Mapping[str, Sequence]) -> list[dict[str, Any]]:
     names = list(axes)
     return [dict(zip(names, combo, strict=True))
             for combo in itertools.product(*(tuple(axes[n]) for n in names))]
-
-
-def digest(payload: Any) -> str:
-    """The 10-hex-digit hash every folder and record name uses."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()
-                          ).hexdigest()[:10]
 
 
 def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Program]:
@@ -236,6 +251,18 @@ class SweepRefused(RuntimeError):
     """What the sweep refuses before any training (one line for the user)."""
 
 
+class DataUnavailable(SweepRefused):
+    """Cells refused for missing data (a line per data set: what is missing, how to get
+    it, also as `lines`). Nothing was trained, nothing a run already saved was touched."""
+
+    def __init__(self, message: str, lines: Sequence[str]):
+        super().__init__(message)
+        self.lines = list(lines)
+
+
+NOT_RUN = "not run: data unavailable"  # how a skipped cell is marked (table, results)
+
+
 def check_outputs(cfg: SweepConfig) -> None:
     """Every output folder a folder (or creatable) and writable; nothing is created."""
 
@@ -262,8 +289,9 @@ def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: Result
 
 def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
                     ) -> tuple[list[Cell], list[str]]:
-    """The cells whose data is there, and a line per missing data set naming its cells
-    (refused unless `skip_missing`)."""
+    """The cells whose data is there, and one line per missing data set naming its cells,
+    what is missing and how to get it. Refused (`DataUnavailable`) unless `skip_missing`,
+    and with it too when no cell is left to run."""
     missing: dict[Any, str | None] = {}
     for cell in cells:
         key = exp.data_key(cfg, cell)
@@ -274,13 +302,17 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
             gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
-    lines = [f"{', '.join(names)}: {reason}" for reason, names in gone.items()]
+    lines = [f"{', '.join(names)}: {NOT_RUN} ({reason})" for reason, names in gone.items()]
+    left = [c for c in cells if not missing[exp.data_key(cfg, c)]]
     if lines and not cfg.skip_missing:
-        raise SweepRefused(
+        raise DataUnavailable(
             "missing data, nothing was trained:\n  " + "\n  ".join(lines)
-            + "\nget the files above, or pass --skip-missing to run only the cells whose "
-              "data is present")
-    return [c for c in cells if not missing[exp.data_key(cfg, c)]], lines
+            + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
+              "run only the cells whose data is present", lines)
+    if lines and not left:
+        raise DataUnavailable("no cell has its data, nothing was trained:\n  "
+                              + "\n  ".join(lines) + "\nget the files above", lines)
+    return left, lines
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
@@ -362,11 +394,14 @@ def program_record(exp: Experiment, cfg: SweepConfig, program: Program,
                    result: TrainResult, splits: Mapping[str, Split] | None = None
                    ) -> dict[str, Any]:
     seconds = [h["seconds"] for h in result.history]
+    extra = (exp.run_scores(cfg, program, result, splits) if splits is not None else None)
+    extra = extra or [{}] * len(result.runs)
     return {
         "data_sizes": data_sizes(splits) if splits is not None else None,
         "program": program.ident, "epochs": cfg.epochs, "name": program.name, **program.cell,
         "static": program.static,
-        "runs": [{**r, "hparams": {**program.static, **r["hparams"]}} for r in result.runs],
+        "runs": [{**r, **more, "hparams": {**program.static, **r["hparams"]}}
+                 for r, more in zip(result.runs, extra, strict=True)],
         "metric": exp.task_for(cfg, program.cell).metric, "num_params": result.num_params,
         "epochs_completed": result.epochs_completed,
         "first_epoch_seconds": seconds[0] if seconds else None,
@@ -381,6 +416,7 @@ class _Overall:
 
     def __init__(self, cfg: SweepConfig, todo: Sequence[Program]):
         self.total, self.started, self.done = cfg.epochs * len(todo), time.perf_counter(), 0
+        self.programs, self.measured = len(todo), 0
         self.bar = None
         self.quiet = cfg.quiet
         # A bar only on a terminal (or a notebook): a batch job's log gets each
@@ -395,12 +431,18 @@ class _Overall:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
-        left = (self.total - 2) * record["seconds"]
-        # epoch 1 compiles; epoch 2 shows the cost
-        if self.done == 2 and left > 60 and not self.quiet:
+        if epoch != 1 or self.quiet:  # each program's first epoch compiles; its second
+            return                    # shows its pace: estimated again for each program
+        self.measured += 1
+        rest = self.total - self.done
+        later = self.programs - self.measured
+        if rest * record["seconds"] > 60:
             print(f"estimate: {record['seconds']:.2g} s per epoch -> at most "
-                  f"{duration(left)} for the remaining {self.total - 2} epoch(s) (less with "
-                  f"early stopping; the bar's ETA follows the real pace)", flush=True)
+                  f"{duration(rest * record['seconds'])} for the remaining {rest} epoch(s) "
+                  f"at this program's pace (less with early stopping"
+                  + (f"; {later} program(s) not started yet, each estimated again at its "
+                     f"own pace: another model or width can be slower)" if later else ")"),
+                  flush=True)
 
     def program_done(self, epochs_run_now: int, epochs: int) -> None:
         rest = max(epochs - epochs_run_now, 0)  # early stopping, or resumed epochs
@@ -434,8 +476,9 @@ def train_program(exp: Experiment, cfg: SweepConfig, program: Program,
     splits = exp.load_data(cfg, program.cell) if splits is None else splits
     model_fn = exp.model_fn(cfg, program.cell, program.static)
     check_budget(exp, cfg, program, model_fn, splits)
-    if cfg.overwrite and not cfg.resume and program.folder.exists():
+    if cfg.overwrite and not cfg.resume and program.folder.exists() and hosts.writes_files():
         shutil.rmtree(program.folder)
+    hosts.wait_for_all(f"start {program.ident}")
     describe = {"experiment": {"module": type(exp).__module__,
                                "class": type(exp).__qualname__, "name": exp.name},
                 "config": to_dict(cfg), "cell": program.cell, "static": program.static,
@@ -474,8 +517,7 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
     out = []
     for key, recs in groups.items():
         cell = json.loads(key)
-        runs = [{**run, **{a: rec[a] for a in exp.pooled_axes}} for rec in recs
-                for run in rec["runs"]]
+        runs = [_pooled_run(run, rec, exp.pooled_axes) for rec in recs for run in rec["runs"]]
         summary = summarise_runs(runs, metric_mode(recs[0]["metric"]))
         best = summary["best"]
         chosen = [r for r in runs if r["hparams"] == best["hparams"]]
@@ -487,8 +529,10 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             **{k: best[k] for k in ("val_mean", "val_std", "test_mean", "test_std")},
             "seeds": sorted({r["seed"] for r in chosen}),
             "per_seed": [{k: r[k] for k in ("seed", "val_at_best", "test", "best_epoch",
-                                            "epochs_run", "diverged", *exp.pooled_axes)}
+                                            "epochs_run", "diverged", *exp.pooled_axes,
+                                            *exp.run_score_names) if k in r}
                          for r in chosen],
+            **_run_score_summary(exp.run_score_names, chosen),
             "epochs_run": [r["epochs_run"] for r in chosen],
             "diverged": [r["diverged"] for r in chosen],
             "epochs_completed": max(rec["epochs_completed"] for rec in recs),
@@ -498,6 +542,29 @@ def summarise_cells(exp: Experiment, cfg: SweepConfig, records: Sequence[Mapping
             "wall_time": float(sum(rec["wall_time"] for rec in recs)),
             "grid_points": len(summary["points"]), "programs": len(recs),
             "paper": _list_or_none(exp.paper(cell))})
+    return out
+
+
+def _pooled_run(run: Mapping[str, Any], rec: Mapping[str, Any], pooled: Sequence[str]
+                ) -> dict[str, Any]:
+    """A run with its pooled axes (e.g. the split) beside its hyper-parameters: from its
+    program's cell, or from its own grid point where they were vmapped (a cell of several
+    splits), so that the best point pools them instead of choosing among them."""
+    hparams = run["hparams"]
+    return {**run, "hparams": {k: v for k, v in hparams.items() if k not in pooled},
+            **{a: hparams.get(a, rec.get(a)) for a in pooled}}
+
+
+def _run_score_summary(names: Sequence[str], runs: Sequence[Mapping[str, Any]]
+                       ) -> dict[str, float | None]:
+    """`<name>_mean` and `<name>_std` (population) over the runs that have the score
+    (None where none has: a run trained before the score existed)."""
+    out: dict[str, float | None] = {}
+    for name in names:
+        values = [float(r[name]) for r in runs if r.get(name) is not None]
+        finite = [v for v in values if np.isfinite(v)]
+        out[f"{name}_mean"] = float(np.mean(finite)) if finite else None
+        out[f"{name}_std"] = float(np.std(finite)) if finite else None
     return out
 
 
@@ -530,8 +597,9 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     `FileExistsError` for an existing results file, `FolderInUse` when another run holds
     the results or checkpoint folder.
     """
+    hosts.join(cfg.distributed)
     check_outputs(cfg)
-    with lock_outputs(cfg):  # released on any exit, SIGKILL included
+    with hosts.only_on_first(lock_outputs(cfg)):  # released on any exit, SIGKILL included
         return _sweep_locked(exp, cfg)
 
 
@@ -541,13 +609,19 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     cells = exp.cells(cfg)
     check_folders(cfg, exp.plan(cfg, cells), results)
     cells, skipped = available_cells(exp, cfg, cells)
-    programs = exp.plan(cfg, cells)
+    for line in skipped:  # said before the work, and again at the end
+        print(line, flush=True)
+    data = _DataCache(exp, cfg)
+    programs = exp.packed_plan(cfg, cells, data.get)
+    if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)
+        check_folders(cfg, programs, results)
     todo = [p for p in programs if not results.done(done_key(cfg, p))]
     for program in programs:
         if program not in todo:
             print(f"{program.name}: already in {results.path}, skipped (--resume)")
+    hosts.check_runs(cfg.shard_runs, todo, len(cfg.seeds))
     print_plan(exp, cfg, programs, todo)
-    data, overall = _DataCache(exp, cfg), _Overall(cfg, todo)
+    overall = _Overall(cfg, todo)
     summary = None
     try:
         for program in todo:  # the outputs after each program: a stopped sweep keeps them
@@ -567,6 +641,8 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     mine = [r for r in results.records
             if any(all(r.get(k) == v for k, v in key.items()) for key in keys)]
     cells = summarise_cells(exp, cfg, mine)
+    if not hosts.writes_files():  # process 0 writes them
+        return cells
     folder = Path(cfg.results_dir)
     save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
                                     "config": to_dict(cfg), "notes": exp.notes(cfg),

@@ -29,11 +29,13 @@ from pathlib import Path
 import flax.linen as nn
 
 from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
-from swan_jax.data.transfer import TOPOLOGIES, beta_matters, load_transfer
+from swan_jax.data.positional import with_positional_encodings
+from swan_jax.data.transfer import TOPOLOGIES, beta_matters, hops, load_transfer, transfer_graph
 from swan_jax.data.transfer import VARIANTS as DATA_VARIANTS
 from swan_jax.experiments import command, report
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
+from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
 from swan_jax.models import (
     BASELINE_LAYERS,
     INITS,
@@ -46,8 +48,13 @@ from swan_jax.models import (
 from swan_jax.settings import setting
 
 BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
-MODELS: tuple[str, ...] = VARIANTS + BASELINES
-PAPER_MODELS: tuple[str, ...] = ("swan", "adgn", "gcn", "gin", "sage", "gat")
+# Trained like the baselines (a learning-rate grid), its input with positional encodings.
+GPS = "gps"
+MODELS: tuple[str, ...] = VARIANTS + BASELINES + (GPS,)
+PAPER_MODELS: tuple[str, ...] = ("swan", "adgn", "gcn", "gin", "sage", "gat", GPS)
+# GPS on transfer (`swan_jax.gps`, docs/gps.md): the authors' baseline grid (64 channels,
+# `distance` layers), GIN as the local block, 4 heads, LapPE k = 8 in 16 channels.
+GPS_HEADS, GPS_LAP_K, GPS_PE_DIM = 4, 8, 16
 PAPER_DISTANCES: tuple[int, ...] = (3, 5, 10, 50)
 # Cells up to this distance train both A_hat in one program (`Transfer.static_axes_of`).
 MERGED_MAX_DISTANCE = 10
@@ -96,6 +103,11 @@ class TransferConfig(SweepConfig):
                              f"{self.data_variant!r} (CLI: --data-variant)")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r} (CLI: --init)")
+        if GPS in (self.models or ()) and (self.hidden % GPS_HEADS
+                                           or self.hidden <= GPS_PE_DIM):
+            raise ValueError(f"GPS needs hidden divisible by its {GPS_HEADS} heads and above "
+                             f"its {GPS_PE_DIM} LapPE channels, got {self.hidden} (CLI: "
+                             f"--hidden)")
         super().__post_init__()
 
 
@@ -110,12 +122,17 @@ class Transfer(Experiment):
                 for k in cfg.distances or () for m in cfg.models or ()]
 
     def data_key(self, cfg, cell):
-        return cell["topology"], cell["distance"]
+        return cell["topology"], cell["distance"], cell["model"] == GPS
 
     def load_data(self, cfg: TransferConfig, cell):
-        return load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
-                             sizes=tuple(cfg.sizes), variant=cfg.data_variant,
-                             **cfg.data_options)
+        """The cell's splits; GPS's with LapPE (`GPS_LAP_K` eigenvectors) appended."""
+        splits = load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
+                               sizes=tuple(cfg.sizes), variant=cfg.data_variant,
+                               **cfg.data_options)
+        if cell["model"] != GPS:
+            return splits
+        return {name: with_positional_encodings(data, lap_k=GPS_LAP_K)
+                for name, data in splits.items()}
 
     def static_axes_of(self, cfg: TransferConfig, cell) -> tuple[str, ...]:
         """Both A_hat in one program up to `MERGED_MAX_DISTANCE` hops, one program each
@@ -130,7 +147,7 @@ class Transfer(Experiment):
         where it cannot matter: variants without Psi, and regular graphs (rings), where
         Psi vanishes and beta-only grid points would train identically (`beta_matters`);
         there the first beta stands for all."""
-        if cell["model"] in BASELINES:
+        if cell["model"] in BASELINES + (GPS,):
             return {"learning_rate": cfg.grid["learning_rate"]}
         axes = dict(cfg.grid)
         if cell["model"] in NO_PSI_VARIANTS:
@@ -157,6 +174,8 @@ class Transfer(Experiment):
         both costs 4.5% more than two programs' (one compile fewer).
         """
         model, distance = cell["model"], cell["distance"]
+        if model == GPS:
+            return self._gps_fn(cfg, cell)
 
         def model_fn(hp):
             if model in BASELINES:
@@ -172,6 +191,19 @@ class Transfer(Experiment):
                          NodeReadout((1,), weight_init=cfg.init))
 
         return model_fn
+
+    def _gps_fn(self, cfg: TransferConfig, cell):
+        """hp -> GPS (`GPS_*` settings): LapPE beside a Linear encoder, `distance` GPS
+        layers with GIN inside, Linear readout; attention over each graph's nodes."""
+        graph = transfer_graph(cell["topology"], hops(cell["topology"], cell["distance"],
+                                                      cfg.data_variant))
+        width = gps_feature_width(cfg.hidden, GPS_LAP_K, 0, GPS_PE_DIM)
+        model = Model(GPSEncoder(LinearEncoder(width, weight_init=cfg.init), GPS_LAP_K,
+                                 pe_dim=GPS_PE_DIM),
+                      GPSStack(cfg.hidden, cell["distance"], graph.number_of_nodes(),
+                               num_heads=GPS_HEADS, local="gine"),
+                      NodeReadout((1,), weight_init=cfg.init))
+        return lambda hp: model
 
     def paper(self, cell):
         """The authors' Figure 3 value (mean, std or None) of the cell, if they plot it."""

@@ -55,7 +55,7 @@ from swan_jax.train._folder import (
     read_history,
     read_run_file,
 )
-from swan_jax.train._loop import train
+from swan_jax.train._loop import step_memory, train
 from swan_jax.train._memory import StepTooLarge, free_memory_bytes
 from swan_jax.train._metric import Metric
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
@@ -69,5 +69,5 @@ __all__ = [
     "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "count_params",
     "free_memory_bytes", "get_metric", "init_runs", "make_train_step", "make_tx",
     "metric_mode", "read_history", "read_run_file", "schedule_scale", "select_runs",
-    "stack_hparams", "train",
+    "stack_hparams", "step_memory", "train",
 ]

@@ -145,6 +145,9 @@ class TrainConfig:
     on_divergence: str = setting("raise", role="internal", help="raise, or stop_run")
     data_parallel: bool = setting(False, help="split every step's graphs over all local "
                                   "devices (jax.sharding)")
+    shard_runs: bool = setting(False, role="io", help="split a program's runs (grid "
+                               "points x seeds) over every device, of every process after "
+                               "jax.distributed.initialize(); the same numbers")
     check_memory: bool = setting(True, role="io", help="refuse a step that cannot fit in "
                                  "device memory, before compiling it")
     track_test: bool = setting(True, role="internal", help="score the test split each epoch")
@@ -188,6 +191,9 @@ class TrainConfig:
         if not 1 <= self.epochs_per_call <= MAX_EPOCHS_PER_CALL:
             raise ValueError(f"epochs_per_call must be in [1, {MAX_EPOCHS_PER_CALL}], got "
                              f"{self.epochs_per_call}")
+        if self.shard_runs and self.data_parallel:
+            raise ValueError("shard_runs splits the runs over the devices, data_parallel a "
+                             "step's graphs: turn one of them off")
         if not self.checkpoint_seconds >= 0:
             raise ValueError(f"checkpoint_seconds must be >= 0, got {self.checkpoint_seconds}")
         if not 0 < self.plateau_factor < 1:

@@ -22,6 +22,7 @@ from swan_jax.data.batching import Batch
 from swan_jax.settings import unknown_name
 from swan_jax.train._metric import Metric, as_scalar
 from swan_jax.train._placement import batch_targets
+from swan_jax.train._run_mesh import to_host
 
 MetricFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -157,16 +158,41 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric
     weighted = metric in GRAPH_MEAN_METRICS
     if weighted and level != "node":
         raise ValueError(f"metric {metric!r} scores node rows; task level is {level!r}")
-    preds, targets, weights = [], [], []  # per batch, real rows only
+    parts = []  # per batch: predictions, targets, mask, row weights
     for batch in batches:
-        target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask)
-        real = np.asarray(mask).reshape(-1)
-        preds.append(np.asarray(predict(params, hp, batch))[:, real])
-        targets.append(np.asarray(target)[real])
-        if weighted:
-            weights.append(_row_weights(batch)[real])
-    weight = np.concatenate(weights) if weighted else None
-    return score_runs(np.concatenate(preds, axis=1), np.concatenate(targets), metric, weight)
+        target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask,
+                                     select=_select(hp))
+        parts.append((to_host(predict(params, hp, batch)), np.asarray(target),
+                      np.asarray(mask), _row_weights(batch) if weighted else None))
+    return score_batches(*zip(*parts, strict=True), metric)
+
+
+def _select(hp):
+    """The runs' split column (`_splits.SPLIT_AXIS`) where their splits differ, else None."""
+    from swan_jax.train._splits import SPLIT_AXIS
+
+    return None if hp is None or SPLIT_AXIS not in hp else to_host(hp[SPLIT_AXIS])
+
+
+def score_batches(preds: Sequence[np.ndarray], targets: Sequence[np.ndarray],
+                  masks: Sequence[np.ndarray], weights: Sequence[np.ndarray | None],
+                  metric: str | Metric) -> tuple[list[float], np.ndarray]:
+    """`score_runs` over batches: `pred [runs, rows, T]`, `target [rows, T']` and the rows
+    scored, `mask [rows]` (every run) or `[runs, rows]` (each run its own split's rows);
+    `weight [rows]` for the graph-mean metrics, else None."""
+    def rows(r=None):
+        pick = [np.asarray(m if r is None else m[r], bool).reshape(-1) for m in masks]
+        pred = np.concatenate([(p if r is None else p[r:r + 1])[:, k]
+                               for p, k in zip(preds, pick, strict=True)], axis=1)
+        target = np.concatenate([t[k] for t, k in zip(targets, pick, strict=True)])
+        weight = (None if weights[0] is None else
+                  np.concatenate([w[k] for w, k in zip(weights, pick, strict=True)]))
+        return pred, target, metric, weight
+
+    if np.ndim(masks[0]) < 2:
+        return score_runs(*rows())
+    scored = [score_runs(*rows(r)) for r in range(len(preds[0]))]
+    return [v[0] for v, _ in scored], np.concatenate([f for _, f in scored])
 
 
 def score_runs(pred: np.ndarray, target: np.ndarray, metric: str | Metric,
@@ -212,8 +238,8 @@ def reduce_scores(metric: Metric, pred, target, mask):
 
 def finish_scores(values, finite) -> tuple[list[float], np.ndarray]:
     """Per run: `device_scores`' values as floats, NaN where predictions were not finite."""
-    finite = np.asarray(finite)
-    return [float(v) if ok else math.nan for v, ok in zip(np.asarray(values, np.float64),
+    finite = to_host(finite)
+    return [float(v) if ok else math.nan for v, ok in zip(to_host(values).astype(np.float64),
                                                           finite, strict=True)], finite
 
 

@@ -21,6 +21,7 @@ import jax
 from swan_jax.io import json_default, write_text_atomic
 from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import TrainConfig
+from swan_jax.train._run_mesh import writes_files
 from swan_jax.train._state import RunState
 
 RUN_FILE = "run.json"
@@ -55,6 +56,8 @@ class ProgramFolder:
     def __init__(self, cfg: TrainConfig, fingerprint_: str):
         self.cfg, self.fingerprint = cfg, fingerprint_
         self.path = None if cfg.checkpoint_dir is None else Path(cfg.checkpoint_dir)
+        # run.json and history.jsonl: process 0's (every process saves its checkpoint shards)
+        self.writes = self.path is not None and writes_files()
         self.store = None
         if self.path is not None and cfg.save_checkpoints:
             from swan_jax.checkpoint import CheckpointStore
@@ -89,7 +92,7 @@ class ProgramFolder:
     def describe(self, runs: Sequence[tuple[Mapping[str, Any], int]], num_params: int,
                  extra: Mapping[str, Any] | None) -> None:
         """Write `run.json`: the configuration, the run map and the caller's description."""
-        if self.path is None:
+        if not self.writes:
             return
         train = {**self.cfg.identity(), "epochs": self.cfg.epochs}
         payload = {"fingerprint": self.fingerprint, "train": train, "num_params": num_params,
@@ -107,13 +110,13 @@ class ProgramFolder:
     def write_history(self, history: Sequence[Mapping[str, Any]],
                       timings: Sequence[Mapping[str, Any]]) -> None:
         """Rewrite `history.jsonl` from scratch (a fresh start, or a resume)."""
-        if self.path is not None:
+        if self.writes:
             write_text_atomic(self.path / HISTORY_FILE,
                               "".join(_line(h, t) for h, t in zip(history, timings,
                                                                   strict=True)))
 
     def append_history(self, record: Mapping[str, Any], timing: Mapping[str, Any]) -> None:
-        if self.path is not None:
+        if self.writes:
             with open(self.path / HISTORY_FILE, "a") as f:
                 f.write(_line(record, timing))
 

@@ -53,6 +53,7 @@ from swan_jax.train._config import MAX_EPOCHS_PER_CALL, TrainConfig
 from swan_jax.train._evaluate import DEVICE_METRICS
 from swan_jax.train._optim import epoch_learning_rates
 from swan_jax.train._pipeline import DevicePipeline, _eval_split, _train_chunk
+from swan_jax.train._run_mesh import to_host
 from swan_jax.train._state import RunState, select_runs
 
 BLOCK_SECONDS = 2.0  # a block's target wall time: progress, saves and deadlines keep pace
@@ -166,7 +167,7 @@ class EpochBlocks:
             self._epoch_ids(e)  # the next block's ids, packed while the device trains
         carry, count, halted, out = result
         count = int(count)
-        losses, improved, stacked = jax.tree_util.tree_map(lambda x: np.asarray(x)[:count], out)
+        losses, improved, stacked = jax.tree_util.tree_map(lambda x: to_host(x)[:count], out)
         scores = {k: tuple(x[:, j] for x in stacked) for j, k in enumerate(self.splits)}
         seconds = time.perf_counter() - started
         if count:
@@ -187,7 +188,7 @@ class EpochBlocks:
 
     def _rates(self, hp, epoch: int) -> np.ndarray:
         rates = epoch_learning_rates(self.cfg, hp, None, epoch)
-        return np.asarray(hp["learning_rate"] if rates is None else rates, np.float32)
+        return to_host(hp["learning_rate"] if rates is None else rates).astype(np.float32)
 
     def _best_numerators(self, state: RunState, hp) -> np.ndarray:
         """Each run's best validation numerator (float32), from the host's best metric."""

@@ -12,6 +12,7 @@ parameters' scores (their epoch's record; evaluated only where it scored no such
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -20,9 +21,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
-from swan_jax.pytrees import tree_size
+from swan_jax.interrupts import held
+from swan_jax.pytrees import tree_bytes, tree_size
+from swan_jax.settings import SettingError
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
 from swan_jax.train._config import (
@@ -34,11 +38,12 @@ from swan_jax.train._config import (
     TrainResult,
 )
 from swan_jax.train._epoch import divergence_message, loss_divergence
-from swan_jax.train._evaluate import finish_sums, metric_mode
+from swan_jax.train._evaluate import DEVICE_METRICS, finish_sums, metric_key, metric_mode
 from swan_jax.train._folder import ProgramFolder, fingerprint
 from swan_jax.train._fused import EpochBlocks, can_fuse
 from swan_jax.train._metric import Metric, check_output
 from swan_jax.train._optim import (
+    TRAIN_READS,
     epoch_learning_rates,
     init_plateau,
     stack_hparams,
@@ -47,7 +52,8 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
-from swan_jax.train._splits import Split, prepare_splits
+from swan_jax.train._run_mesh import RunMesh, to_host
+from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
 from swan_jax.train._state import (
     HOST_FIELDS,
     RunState,
@@ -85,8 +91,10 @@ class _Program:
         self.model_fn, self.cfg = model_fn, cfg
         self.data, self.split_mask = prepare_splits(splits, cfg.task_level)
         self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
+        _check_split_axis(num_splits(splits), self.hp, cfg.metric)
         self.mode = metric_mode(cfg.metric)
-        self.place = Placement(cfg.data_parallel)
+        self.place = Placement(cfg.data_parallel, runs=RunMesh(
+            len(self.runs), what=cfg.description) if cfg.shard_runs else None)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)
@@ -130,6 +138,26 @@ class _Program:
         return mark_diverged(state, np.isin(np.arange(state.num_runs), list(bad)))
 
 
+def _check_split_axis(count: int, hp, metric) -> None:
+    """Several splits' node masks go with a `"split"` hyper-parameter naming each run's
+    (`_splits`), host-scored metrics only; one split's go without it."""
+    if count == 1 and SPLIT_AXIS not in hp:
+        return
+    if SPLIT_AXIS not in hp:
+        raise ValueError(f"the NodeSplits hold {count} splits: give the grid a {SPLIT_AXIS!r} "
+                         f"axis (0 .. {count - 1}) naming each run's split")
+    chosen = np.asarray(hp[SPLIT_AXIS])
+    if count == 1 or chosen.min() < 0 or chosen.max() >= count or np.any(chosen % 1):
+        raise ValueError(f"grid axis {SPLIT_AXIS!r} must name mask columns 0 .. {count - 1} "
+                         f"of the NodeSplits (`node_mask [rows, splits]`), got "
+                         f"{sorted(set(chosen.tolist()))}")
+    key = metric_key(metric)
+    if key in DEVICE_METRICS or (isinstance(key, Metric) and key.on_device):
+        raise ValueError(f"metric {getattr(key, 'name', key)!r} is reduced on the device, "
+                         f"one mask for every run: several splits in one program are scored "
+                         f"on the host (a host metric, or one split per program)")
+
+
 def train_epoch(pipeline, state: RunState, hp, epoch: int, on_steps
                 ) -> tuple[RunState, np.ndarray]:
     """Every step of `epoch` for every active run: the new state and losses `[steps, runs]`
@@ -148,23 +176,106 @@ def _capped_batch_size(cfg: TrainConfig, train_graphs: int) -> int:
 def _initial_state(prog: _Program) -> tuple[RunState, int]:
     """Budgets checked on shapes (nothing compiled yet), then every run initialised."""
     cfg, seeds = prog.cfg, [s for _, s in prog.runs]
-    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    read: set[str] = set()  # the grid keys the model reads while it is initialised
+    init, init_args = init_program(lambda hp: prog.model_fn(_Reads(hp, read)), cfg,
+                                   prog.example.graph, seeds, prog.hp)
     shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
+    _check_grid_keys_read(prog, shapes[0], read)
     num_params = tree_size(shapes[0]) // len(seeds)
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
                          f"{cfg.max_params:,}; shrink it or pass allow_more_params")
     _check_metric(prog, shapes[0])
     if cfg.check_memory:
-        step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
-        estimate = _memory.step_bytes(prog.model_fn, cfg, prog.place, *shapes, prog.hp,
-                                      step_batch, split_mask=prog.split_mask)
-        _memory.check_step_memory(estimate, _memory.free_memory_bytes(), prog.batch_size,
-                                  prog.budget)
+        _memory.check_step_memory(_step_estimate(prog, shapes), _memory.free_memory_bytes(),
+                                  prog.batch_size, prog.budget)
     params, opt_state = init(*init_args)
     prog.hp = prog.place.state(prog.hp)
     prog.pipeline = choose_pipeline(cfg.pipeline, prog.setup, _memory.free_memory_bytes())
     return fresh_state(params, opt_state, init_plateau(cfg, len(prog.runs)), prog.mode), num_params
+
+
+def _step_estimate(prog: _Program, shapes) -> int:
+    """The training step's estimated bytes (`_memory.step_bytes`) from the runs' shapes."""
+    step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+    mesh = prog.place.runs  # with shard_runs, a device holds its share of the runs
+    params, opt_state, hp = (tree if mesh is None else mesh.share(tree)
+                             for tree in (*shapes, prog.hp))
+    return _memory.step_bytes(prog.model_fn, prog.cfg, prog.place, params, opt_state, hp,
+                              step_batch, split_mask=prog.split_mask)
+
+
+def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                grid: Sequence[Hyper]) -> tuple[int, int]:
+    """Estimated bytes of one training step of `train(model_fn, splits, cfg, grid)`, as
+    `(total, shared)`: the memory check's own figure (`_memory.step_bytes`), from shapes
+    alone (nothing is initialised or compiled), and its part every run shares (the
+    batch). The rest grows with the runs (grid points x seeds): a one-run estimate sizes a
+    program (`swan_jax.experiments.packing`; what the runs share beside the batch, e.g.
+    operators of the graph alone, is counted per run: the figure errs high)."""
+    prog = _Program(model_fn, splits, cfg, grid)
+    seeds = [s for _, s in prog.runs]
+    init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
+    step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
+    return _step_estimate(prog, jax.eval_shape(init, *init_args)), tree_bytes(step_batch)
+
+
+class _Reads(Mapping):
+    """A grid point's hyper-parameters that note which keys are read."""
+
+    def __init__(self, hp: Mapping[str, Any], read: set[str]):
+        self._hp, self._read = hp, read
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(key)
+        return self._hp[key]
+
+    def __iter__(self):
+        return iter(self._hp)
+
+    def __len__(self) -> int:
+        return len(self._hp)
+
+
+def _flatten_reads(reads: _Reads):
+    """A model that maps over its hp as a pytree reads every key (a plain dict back)."""
+    reads._read.update(reads._hp)
+    keys = sorted(reads._hp)
+    return [reads._hp[k] for k in keys], keys
+
+
+jax.tree_util.register_pytree_node(_Reads, _flatten_reads,
+                                   lambda keys, values: dict(zip(keys, values, strict=True)))
+
+
+def _check_grid_keys_read(prog: _Program, params, read: set[str]) -> None:
+    """Refuse a grid key nothing reads (recorded in every run's `hparams`, it would
+    change nothing): neither `train` (`TRAIN_READS`) nor the model, in its construction,
+    its initialisation or (checked only when a key is left: a trace, no compile) a
+    forward pass, nor a caller's `optimizer(hp)`."""
+    keys = {k for point, _ in prog.runs for k in point}
+    # The split axis is train's too: it picks each run's mask column (splits together).
+    left = keys - read - set(TRAIN_READS) - {SPLIT_AXIS}
+    if not left:
+        return
+    one = functools.partial(jax.tree_util.tree_map,
+                            lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype))
+
+    def forward(p, h):
+        h = _Reads(h, read)
+        if callable(prog.cfg.optimizer) and not isinstance(prog.cfg.optimizer,
+                                                           optax.GradientTransformation):
+            prog.cfg.optimizer(h)
+        return prog.model_fn(h).apply(p, prog.example.graph)
+
+    jax.eval_shape(forward, one(params), one(prog.hp))
+    left -= read
+    if left:
+        names = ", ".join(map(repr, sorted(left)))
+        raise SettingError("grid", f"key(s) {names} are read by nothing: model_fn(hp) never "
+                                   f"reads them and train reads only "
+                                   f"{', '.join(TRAIN_READS)}; drop them from the grid, or "
+                                   f"read them in model_fn", sorted(left))
 
 
 def _check_metric(prog: _Program, params) -> None:
@@ -211,7 +322,7 @@ def _epoch_record(epoch: int, losses: np.ndarray, scores: dict[str, list[float]]
     twentieth), its scores per split and learning rates `[runs]`."""
     return {"epoch": epoch, "train_loss": np.mean(losses, axis=0).tolist(),
             "val": scores["val"], **({"test": scores["test"]} if "test" in scores else {}),
-            "lr": np.asarray(lr, np.float64).tolist(), "seconds": seconds}
+            "lr": to_host(lr).astype(np.float64).tolist(), "seconds": seconds}
 
 
 def _evaluated_splits(prog: _Program) -> tuple[str, ...]:
@@ -336,7 +447,14 @@ def _save_completed(prog: _Program, state: RunState, log: _Log, folder: ProgramF
 
 def _save(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
           started: float) -> None:
-    """Checkpoint the state after the newest epoch and append its pending history lines."""
+    """Checkpoint the state after the newest epoch and append its pending history lines,
+    a Ctrl-C or SIGTERM held until both are written (`interrupts.held`)."""
+    with held():
+        _save_now(prog, state, log, folder, started)
+
+
+def _save_now(prog: _Program, state: RunState, log: _Log, folder: ProgramFolder,
+              started: float) -> None:
     epoch = len(log.history)
     folder.save(epoch, state, {"epoch": epoch, "history": log.history, "timings": log.timings,
                                "wall_time": log.past_wall + time.perf_counter() - started,
@@ -476,4 +594,9 @@ def train(
         progress.close()
         trackers.close()
         folder.close()
-    return _result(prog, state, log, num_params, started)
+    try:  # every epoch is saved: an interrupt now waits for the scores, then ends the run
+        with held():
+            return _result(prog, state, log, num_params, started)
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(log.saved_epochs,
+                                  cfg.checkpoint_dir if folder.saves else None) from None

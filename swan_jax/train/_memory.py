@@ -19,6 +19,7 @@ from swan_jax.pytrees import tree_bytes
 from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._splits import SPLIT_AXIS
 
 
 class StepTooLarge(HintedError, MemoryError):
@@ -29,7 +30,7 @@ class StepTooLarge(HintedError, MemoryError):
 def free_memory_bytes() -> int | None:
     """Free memory of the first device (accelerator statistics, else the host's
     MemAvailable), or None when unknown."""
-    stats = jax.devices()[0].memory_stats()
+    stats = jax.local_devices()[0].memory_stats()  # this process's (multi-host: its own)
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
     meminfo = Path("/proc/meminfo")
@@ -49,7 +50,7 @@ def step_bytes(model_fn: ModelFn, cfg: TrainConfig, place: Placement, params, op
         def objective(q):
             pred = place.model_apply(model_fn)(q, h, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
-                                         split_mask=split_mask)
+                                         split_mask=split_mask, select=h.get(SPLIT_AXIS))
             return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
 
         return jax.vjp(objective, p)[1]

@@ -13,23 +13,70 @@ rate, so a grid of learning rates still trains as one program.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from swan_jax.config import traced_value
+from swan_jax.config import TRACED_CHOICES, SWANConfig, traced_value
+from swan_jax.settings import SettingError, check, field_settings
 from swan_jax.train._config import Hyper, TrainConfig, fixed_optimizer_needs
 
 Array = jax.Array
 
 
+# What `train` itself reads of a grid point (every other key is the model's).
+TRAIN_READS = ("learning_rate", "weight_decay", "grad_clip")
+
+
+@functools.cache
+def declared_axes() -> dict[str, tuple]:
+    """The grid axes the library declares (the command line's too): name -> (type hint,
+    `Setting`), from `TrainConfig` and `SWANConfig` (a traced choice, `adjacency`, is
+    checked by `config.traced_value`)."""
+    out = {}
+    for cls in (TrainConfig, SWANConfig):
+        for name, (_, hint, spec) in field_settings(cls).items():
+            if spec.grid and name not in TRACED_CHOICES:
+                out[name] = (hint, spec)
+    return out
+
+
+def check_grid(grid: Any) -> None:
+    """A non-empty sequence of grid points (mappings), each value of a declared axis
+    (`epsilon`, `learning_rate`, ...) in that axis's range, checked as the command line
+    checks it: `SettingError` naming the point, the key and the value."""
+    if isinstance(grid, Mapping) or not isinstance(grid, Sequence) or isinstance(grid, str):
+        raise SettingError("grid", f"must be a list of grid points (dicts of hyper-parameters),"
+                                   f" got {type(grid).__name__}", grid)
+    if not grid:
+        raise SettingError("grid", "is empty: give at least one grid point, e.g. [{}] (the "
+                                   "default) or [{'learning_rate': 1e-3}]", grid)
+    axes = declared_axes()
+    for i, point in enumerate(grid):
+        if not isinstance(point, Mapping):
+            raise SettingError("grid", f"point {i} must be a dict of hyper-parameters, got "
+                                       f"{point!r}", point)
+        for key, value in point.items():
+            if key in axes and isinstance(value, numbers.Number | str):
+                hint, spec = axes[key]
+                try:
+                    check(key, value, hint, spec)
+                except SettingError as err:
+                    err.where = f"grid point {i}"
+                    raise
+
+
 def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
     """Runs `[(grid point, seed), ...]` and their numeric hyper-parameters `{name: [runs]}`
     (learning rate and weight decay default to `cfg`'s, `grad_clip` too when set; a
-    named choice such as `adjacency` by its code, `config.traced_value`)."""
+    named choice such as `adjacency` by its code, `config.traced_value`). The grid is
+    checked first (`check_grid`)."""
+    check_grid(grid)
     keys = sorted({k for point in grid for k in point})
     for i, point in enumerate(grid):
         missing = [k for k in keys if k not in point]

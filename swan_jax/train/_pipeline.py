@@ -45,10 +45,12 @@ from swan_jax.train._evaluate import (
     metric_key,
     metric_sums,
     reduce_scores,
-    score_runs,
+    score_batches,
 )
 from swan_jax.train._metric import Metric
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._run_mesh import to_host
+from swan_jax.train._splits import SPLIT_AXIS
 from swan_jax.train._state import RunState
 
 MAX_CHUNK = 64  # steps per device call: the step bar moves at least this often
@@ -99,7 +101,7 @@ def choose_pipeline(kind: str, setup: Setup, free_bytes: int | None):
 
 def _losses(chunks: list[tuple[jax.Array, np.ndarray]]) -> np.ndarray:
     """`[steps, runs]` losses of an epoch's chunks (padding steps dropped)."""
-    return np.concatenate([np.asarray(loss)[ok] for loss, ok in chunks])
+    return np.concatenate([to_host(loss)[ok] for loss, ok in chunks])
 
 
 class DevicePipeline:
@@ -116,7 +118,7 @@ class DevicePipeline:
         evaluated = [k for k in setup.data if k != "train"]
         arrays = {**arrays, **dict(zip(evaluated, same_shapes([arrays[k] for k in evaluated]),
                                        strict=True))}
-        self.placed = {k: jax.device_put(a) for k, a in arrays.items()}
+        self.placed = {k: setup.place.data(a) for k, a in arrays.items()}
         self.eval_ids = _padded_steps({k: epoch_ids(setup.data[k], setup.eval_budget,
                                                     setup.eval_batch_size) for k in evaluated})
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
@@ -183,15 +185,11 @@ class DevicePipeline:
         if self.device_metric:
             return finish_scores(*out)
         if self.setup.metric in DEVICE_METRICS:
-            numerator, denominator, finite = (np.asarray(x) for x in out)
+            numerator, denominator, finite = (to_host(x) for x in out)
             self.denominators[split] = float(denominator)
             return finish_sums(numerator, denominator, finite, self.setup.metric)
-        pred, target, mask = (np.asarray(x) for x in out)
-        real = [m.astype(bool) for m in mask]
-        return score_runs(np.concatenate([p[:, r] for p, r in zip(pred, real, strict=True)],
-                                         axis=1),
-                          np.concatenate([t[r] for t, r in zip(target, real, strict=True)]),
-                          self.setup.metric)
+        pred, target, mask = (to_host(x) for x in out)
+        return score_batches(pred, target, mask, [None] * len(pred), self.setup.metric)
 
 
 # `assemble` as one jitted function of the whole process (it is pure library code): its
@@ -243,7 +241,8 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
     def one(step_ids):
         batch = _assemble(data, step_ids, budget)
         pred = predict_fn(params, hp, batch)
-        target, mask = batch_targets(batch, level, split_mask=split_mask)
+        target, mask = batch_targets(batch, level, split_mask=split_mask,
+                                     select=hp.get(SPLIT_AXIS))
         if metric is None:
             return pred, target, mask
         finite = jnp.all(jnp.isfinite(pred) | ~mask[None, :, None], axis=(1, 2))
@@ -325,7 +324,7 @@ class HostPipeline:
             losses.append(loss)
             on_steps(1)
         state = state.replace(params=params, opt_state=opt_state)
-        return state, np.stack([np.asarray(x) for x in losses])
+        return state, np.stack([to_host(x) for x in losses])
 
     def evaluate(self, params, hp, split: str) -> tuple[list[float], np.ndarray]:
         s = self.setup

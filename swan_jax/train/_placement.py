@@ -1,5 +1,5 @@
-"""Where arrays live (one device, or a `batch` mesh over every device), and which rows of a
-batch are scored (targets and their mask)."""
+"""Where arrays live (one device, a `batch` mesh over every device, or a `runs` mesh:
+`_run_mesh`), and which rows of a batch are scored (targets and their mask)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import numpy as np
 
 from swan_jax.data.batching import Batch, iterate_batches, iterate_sharded_batches
 from swan_jax.data.dataset import GraphDataset
+from swan_jax.train._run_mesh import RunMesh
+from swan_jax.train._splits import split_rows
 
 
 def flatten_shards(x):
@@ -22,27 +24,31 @@ def flatten_shards(x):
 
 
 def batch_targets(batch: Batch, level: str, *, sharded: bool = False,
-                  split_mask: bool = False):
+                  split_mask: bool = False, select=None):
     """`(target [R, T], mask [R])` of the rows a loss or metric scores.
 
     With `split_mask` (node splits on shared graphs, see `_splits`), the targets' last
-    column is the split's node mask: it is cut off and joins the padding mask.
+    column is the split's node mask: it is cut off and joins the padding mask. `select`:
+    the runs' `"split"` hyper-parameter where the column holds several splits (a scalar
+    inside a run's vmapped code; `[runs]` outside it, and then `mask [runs, R]`).
     """
     target, mask = ((batch.node_targets, batch.node_mask) if level == "node"
                     else (batch.graph_targets, batch.graph_mask))
     if sharded:
         target, mask = flatten_shards(target), flatten_shards(mask)
     if split_mask:
-        mask = mask & (target[..., -1] > 0)
+        mask = mask & split_rows(target[..., -1], select)
         target = target[..., :-1]
     return target, mask
 
 
 class Placement:
     """One device, or `data_parallel`: one padded sub-batch per device, parameters
-    replicated (works across hosts after `jax.distributed.initialize()`)."""
+    replicated (works across hosts after `jax.distributed.initialize()`), or `runs`: the
+    runs split over every device, data and batches replicated (`_run_mesh`)."""
 
-    def __init__(self, data_parallel: bool):
+    def __init__(self, data_parallel: bool, *, runs: RunMesh | None = None):
+        self.runs = runs
         self.sharded = data_parallel
         self.num_shards = jax.device_count() if data_parallel else 1
         if data_parallel:
@@ -56,6 +62,8 @@ class Placement:
         return iterate_sharded_batches(data, batch_size, budget, self.num_shards, rng)
 
     def batch(self, batch: Batch) -> Batch:
+        if self.runs is not None:
+            return self.runs.replicate(batch)
         if not self.sharded:
             return jax.tree_util.tree_map(jnp.asarray, batch)
         # Each process materialises only its own devices' sub-batches (multi-host safe).
@@ -63,7 +71,15 @@ class Placement:
             lambda a: jax.make_array_from_callback(a.shape, self.split, lambda i: a[i]), batch)
 
     def state(self, tree):
+        """Run-leading arrays `[runs, ...]`: split over the runs mesh, replicated over a
+        data-parallel one, else as they are."""
+        if self.runs is not None:
+            return self.runs.place(tree)
         return tree if not self.sharded else jax.device_put(tree, self.replicated)
+
+    def data(self, tree):
+        """Arrays every run reads (a placed split): on every device of a runs mesh."""
+        return jax.device_put(tree) if self.runs is None else self.runs.replicate(tree)
 
     def model_apply(self, model_fn: Callable[[Any], nn.Module]) -> Callable:
         """`jit((params, hp, graph) -> predictions [rows, T])` of one run, one function

@@ -12,6 +12,7 @@ from swan_jax.losses import get_batch_loss
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._splits import SPLIT_AXIS
 
 
 def make_train_step(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None = None, *,
@@ -42,7 +43,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         def objective(q):
             pred = place.model_apply(model_fn)(q, h, batch.graph)
             target, mask = batch_targets(batch, cfg.task_level, sharded=place.sharded,
-                                         split_mask=split_mask)
+                                         split_mask=split_mask, select=h.get(SPLIT_AXIS))
             return loss_fn(pred, target, mask, batch.graph.n_node.reshape(-1))
 
         loss, grads = jax.value_and_grad(objective)(p)
@@ -55,7 +56,9 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
         return new_p, new_o, jnp.where(finite, loss, jnp.nan)
 
-    return jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
+    step = jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
+    return step if place.runs is None else place.runs.per_device(
+        step, (True, True, True, False, True))
 
 
 def make_predict(model_fn: ModelFn, place: Placement):
@@ -68,4 +71,6 @@ def predict_function(model_fn: ModelFn, place: Placement):
     def predict_one(p, h, batch: Batch):
         return place.model_apply(model_fn)(p, h, batch.graph)
 
-    return jax.vmap(predict_one, in_axes=(0, 0, None))
+    predict = jax.vmap(predict_one, in_axes=(0, 0, None))
+    return predict if place.runs is None else place.runs.per_device(
+        predict, (True, True, False))

@@ -1,0 +1,293 @@
+"""The paper's Jacobian figure (fig:jacobian_over_time, Appendix I), measured here: the
+relative change of the Jacobian between consecutive layers of a trained SWAN and a
+trained GCN on Peptides-func, beside the paper's averages (SWAN about 0.6%, GCN 40%).
+
+    python -m reproduce.jacobian                         # -> reproductions/jacobian-<kind>/
+    python -m reproduce.jacobian --limit 1500 --epochs 5  # a reduced run (say so beside it)
+    python -m reproduce.jacobian --swan-checkpoint runs/x/checkpoints/peptides-func/swan/...
+
+Both models are the LRGB experiment's packaged point (`benchmarks.common.lrgb_model`: atom
+encoder, 128 channels, 5 layers, mean-pool MLP head; SWAN with A_hat = D^-1/2 A D^-1/2,
+epsilon 1 (`--epsilon`: the paper's grid also has 0.01), gamma 0.1, beta 1, Euler steps),
+trained here for `--epochs` epochs (AdamW,
+lr 1e-3, batch 64, BCE; the best validation epoch's parameters), or SWAN read from a
+checkpoint of that configuration. Then, on each of the `--graphs` smallest test graphs
+(dense `[N d, N d]` Jacobians: at d = 128 a 30-node graph's is 59 MB), with
+`swan_jax.analysis`:
+
+* SWAN: `J(l)` = the Jacobian of the ODE's field at the state `x(l)` of layer l
+  (`swan_layer_jacobians`): the paper's `J(t)`, the matrix its theory assumes nearly
+  constant; also the Euler layer maps' `I + epsilon J(l)` (`layer_map=True`);
+* GCN: `J(l)` = the Jacobian of layer l's map `x(l-1) -> x(l)` at its input
+  (`mpnn_layer_maps`, `layer_map_jacobians`): a GCN has no field, its layers are its map;
+
+and `||J(l) - J(l-1)||_F / ||J(l-1)||_F` for l = 1..L-1 (`jacobian_drift`, the quantity on
+the figure's axis). The number beside the paper's is its mean over layers and graphs.
+The paper does not say which graphs, which norm, or how long the models trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXPERIMENT = "jacobian"  # reproduce.results.store.JACOBIAN
+MODELS = ("swan", "gcn")
+FULL_EPOCHS = 300  # the LRGB protocol's epochs (configs/lrgb.toml): a "full" run
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """What one measurement does (stored as the results' `config`)."""
+
+    epochs: int = FULL_EPOCHS
+    limit: int | None = None  # only the first K raw Peptides rows (None: the whole set)
+    graphs: int = 3  # the smallest test graphs the Jacobians are taken on
+    hidden: int = 128
+    layers: int = 5
+    epsilon: float = 1.0  # SWAN's step (LRGB's packaged point; the paper's grid: 1, 0.01)
+    seed: int = 0
+    swan_checkpoint: str | None = None  # a checkpoint folder of SWAN instead of training
+
+    def problem(self) -> tuple[str, str] | None:
+        """(the bad setting's field, what is wrong with it), or None."""
+        for name in ("epochs", "graphs", "hidden", "layers"):
+            if getattr(self, name) < 1:
+                return name, f"must be at least 1 (got {getattr(self, name)})"
+        if not self.epsilon > 0:
+            return "epsilon", f"must be > 0 (got {self.epsilon})"
+        if self.limit is not None and self.limit < 10:
+            return "limit", f"must be at least 10 raw rows (got {self.limit})"
+        if self.swan_checkpoint is not None and not Path(self.swan_checkpoint).is_dir():
+            return "swan_checkpoint", f"{self.swan_checkpoint}: no such folder"
+        return None
+
+
+def load_splits(setting: Setting, data_dir: str | Path | None = None):
+    """Peptides-func's splits (the real data; a missing file is the loader's one line)."""
+    from swan_jax.data import load_peptides_func
+
+    return load_peptides_func(data_dir or os.environ.get("SWAN_DATA_DIR"), download=False,
+                              progress=False, limit=setting.limit)
+
+
+def build_model(kind: str, setting: Setting):
+    """`benchmarks.common.lrgb_model(kind)` at the setting's width and depth (and, for
+    SWAN, its step `epsilon`)."""
+    from benchmarks.common import lrgb_model
+
+    model = lrgb_model(kind, hidden=setting.hidden, layers=setting.layers)
+    if kind != "swan":
+        return model
+    block = model.processor
+    return model.clone(processor=block.clone(cfg=block.cfg.replace(epsilon=setting.epsilon)))
+
+
+def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=None
+                ) -> tuple[Any, dict[str, Any]]:
+    """(Flax variables at the best validation epoch, what training reported); resumes
+    from `work/<kind>` where an earlier call left checkpoints."""
+    import jax
+
+    from swan_jax.train import TrainConfig, train
+
+    model = build_model(kind, setting)
+    cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=1e-3, loss="bce",
+                      metric="ap", task_level="graph", epochs=setting.epochs, patience=None,
+                      seeds=(setting.seed,), progress=False, quiet=True,
+                      checkpoint_dir=str(work / kind), resume=True,
+                      on_epoch_end=on_epoch_end)
+    result = train(lambda hp: model, splits, cfg, ({},))
+    run = result.runs[0]
+    variables = jax.tree_util.tree_map(lambda leaf: leaf[0], result.best_params)
+    return variables, {"epochs": result.epochs_completed, "val_ap": run.get("val_at_best"),
+                       "test_ap": run.get("test"), "best_epoch": run.get("best_epoch"),
+                       "params": result.num_params, "wall_s": result.wall_time}
+
+
+def smallest_graphs(dataset, count: int) -> list[int]:
+    """Indices of the `count` graphs with the fewest nodes (ties: the first)."""
+    return [int(i) for i in np.argsort(np.asarray(dataset.n_node), kind="stable")[:count]]
+
+
+def relative_changes(kind: str, model, variables: Mapping[str, Any], graph
+                     ) -> dict[str, list[float]]:
+    """Per layer l = 1..L-1, `||J(l) - J(l-1)||_F / ||J(l-1)||_F` on one graph: for SWAN
+    its field (`field`) and its Euler layer maps (`layer_map`), for GCN its layer maps."""
+    import jax.numpy as jnp
+
+    import swan_jax.analysis as sa
+
+    x0 = sa.encoded_input(model, variables, graph)
+    if kind == "gcn":
+        maps = sa.mpnn_layer_maps(model.processor, variables["params"]["processor"], graph)
+        return {"layer_map": _floats(sa.jacobian_drift(sa.layer_map_jacobians(maps, x0)))}
+    params, cfg = sa.swan_field_params(variables), model.processor.cfg
+    field = sa.swan_layer_jacobians(params, graph, x0, cfg)
+    # `swan_layer_jacobians(..., layer_map=True)` is this very sum: one solve, not two
+    layer_map = jnp.eye(field.shape[-1], dtype=field.dtype) + cfg.epsilon * field
+    return {"field": _floats(sa.jacobian_drift(field)),
+            "layer_map": _floats(sa.jacobian_drift(layer_map))}
+
+
+def _floats(values) -> list[float]:
+    return [float(v) for v in np.asarray(values)]
+
+
+def _summary(per_graph: Sequence[Mapping[str, list[float]]]) -> dict[str, Any]:
+    """Per Jacobian kind: the per-layer means over graphs and the overall mean."""
+    out = {}
+    for key in per_graph[0]:
+        table = np.asarray([g[key] for g in per_graph])  # [graphs, L - 1]
+        out[key] = {"per_layer": _floats(table.mean(axis=0)), "mean": float(table.mean()),
+                    "per_graph": table.tolist()}
+    return out
+
+
+def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
+            ) -> dict[str, Any]:
+    """The results file's content (`experiment = "jacobian"`)."""
+    from benchmarks.common import machine
+
+    started = time.time()
+    splits = splits if splits is not None else load_splits(setting)
+    chosen = smallest_graphs(splits["test"], setting.graphs)
+    models: dict[str, Any] = {}
+    for kind in MODELS:
+        if kind == "swan" and setting.swan_checkpoint:
+            from swan_jax.analysis import load_checkpoint_params
+
+            variables = load_checkpoint_params(setting.swan_checkpoint, run=0)
+            trained = {"checkpoint": setting.swan_checkpoint}
+        else:
+            print(f"jacobian: training {kind} for {setting.epochs} epoch(s) ...", flush=True)
+            variables, trained = train_model(kind, splits, setting, work, on_epoch_end)
+        model = build_model(kind, setting)
+        print(f"jacobian: {kind}: Jacobians on {len(chosen)} graph(s) ...", flush=True)
+        per_graph = [relative_changes(kind, model, variables, splits["test"][i])
+                     for i in chosen]
+        models[kind] = {"training": trained, **_summary(per_graph)}
+    return {"experiment": EXPERIMENT, "cells": [], "machine": machine(),
+            "config": dataclasses.asdict(setting),
+            "graphs": {"train": len(splits["train"]), "val": len(splits["val"]),
+                       "test": len(splits["test"]), "measured": chosen,
+                       "measured_nodes": [int(splits["test"].n_node[i]) for i in chosen]},
+            "models": models, "load_average": os.getloadavg(), "wall_s": time.time() - started}
+
+
+def draw(record: Mapping[str, Any], path: Path) -> Path:
+    """The figure: per layer, the relative change of each model's Jacobian, on arithmetic
+    and logarithmic scales (as the paper's two panels)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    lines = [("gcn", "layer_map", "GCN (layer map)"), ("swan", "field", "SWAN (field J(t))"),
+             ("swan", "layer_map", "SWAN (Euler layer map)")]
+    for ax, scale in zip(axes, ("linear", "log"), strict=True):
+        for kind, key, label in lines:
+            values = record["models"].get(kind, {}).get(key)
+            if values:
+                layers = np.arange(1, len(values["per_layer"]) + 1)
+                ax.plot(layers, values["per_layer"], marker="o", label=label)
+                ax.set_xticks(layers)
+        ax.set_yscale(scale)
+        ax.set_xlabel("layer l")
+        ax.set_ylabel("||J(l) - J(l-1)|| / ||J(l-1)||")
+        ax.set_title(f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
+    if axes[0].lines:
+        axes[0].legend(fontsize=8)
+    config = record.get("config") or {}
+    fig.suptitle(f"Peptides-func, SWAN epsilon {config.get('epsilon', 1.0):g}, "
+                 f"{config.get('epochs', '?')} epochs"
+                 + (f" on the first {config['limit']} raw rows" if config.get("limit") else "")
+                 + f", {len(record.get('graphs', {}).get('measured', []))} test graphs",
+                 fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+FIGURE = "jacobian.png"
+
+
+def write(out: Path, record: dict[str, Any], source: str) -> None:
+    """results.json, collected.json and the figure into `out`."""
+    from reproduce.runtime import write_run
+
+    write_run(out, record, source)
+    draw(record, out / FIGURE)
+
+
+def _default_out(reproductions: Path) -> Path:
+    from reproduce.campaign.__main__ import detect_device_kind
+
+    return reproductions / f"{EXPERIMENT}-{detect_device_kind()}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reproduce.jacobian",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=FULL_EPOCHS,
+                   help=f"training epochs per model (default {FULL_EPOCHS}, LRGB's)")
+    p.add_argument("--limit", type=int, default=None,
+                   help="only the first K raw Peptides rows (a reduced run)")
+    p.add_argument("--graphs", type=int, default=3,
+                   help="the smallest test graphs the Jacobians are taken on (default 3)")
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=5)
+    p.add_argument("--epsilon", type=float, default=1.0,
+                   help="SWAN's step (default 1.0, LRGB's packaged point; the paper's grid "
+                        "has 1 and 0.01)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--swan-checkpoint", default=None,
+                   help="a checkpoint folder of a SWAN at this setting, instead of training")
+    p.add_argument("--note", default="",
+                   help="a line shown beside the rows (e.g. how loaded the machine was)")
+    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
+    p.add_argument("--out", type=Path, default=None,
+                   help="results folder (default REPRODUCTIONS/jacobian-<device kind>)")
+    p.add_argument("--work", type=Path, default=None,
+                   help="checkpoints of the training (default: a temporary folder)")
+    args = p.parse_args(argv)
+    setting = Setting(epochs=args.epochs, limit=args.limit, graphs=args.graphs,
+                      hidden=args.hidden, layers=args.layers, epsilon=args.epsilon,
+                      seed=args.seed,
+                      swan_checkpoint=args.swan_checkpoint)
+    problem = setting.problem()
+    if problem:
+        p.error(f"--{problem[0].replace('_', '-')} {problem[1]}")
+    out = args.out or _default_out(args.reproductions)
+    from swan_jax.data.errors import DataError
+
+    try:
+        splits = load_splits(setting)
+    except DataError as err:  # a missing or bad raw file: its own one line
+        p.exit(2, f"python -m reproduce.jacobian: {str(err).splitlines()[0]}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        record = measure(setting, args.work or Path(tmp), splits=splits)
+    if args.note:
+        record["note"] = args.note
+    write(out, record, "python -m reproduce.jacobian " + " ".join(argv or sys.argv[1:]))
+    means = ", ".join(f"{k} {100 * v[key]['mean']:.3g}%" for k, v in record["models"].items()
+                      for key in v if key != "training")
+    print(f"jacobian: wrote {out / 'results.json'} and {out / FIGURE} (mean relative "
+          f"change: {means})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

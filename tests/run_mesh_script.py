@@ -1,0 +1,53 @@
+"""The runs of a program split over 4 simulated devices (`shard_runs`), in a subprocess,
+against the same program on one device; and the one-line refusal of runs that do not
+divide.
+
+Usage: XLA_FLAGS=--xla_force_host_platform_device_count=4 python -m tests.run_mesh_script OUT
+(the device count is fixed before JAX starts).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import jax
+import numpy as np
+
+from swan_jax.train import TrainConfig, train
+from swan_jax.train._run_mesh import RunMesh, RunsDoNotDivide
+from tests.train_script import line_swap_dataset, model_fn, splits
+
+# 4 grid points x 2 seeds = 8 runs, in (grid point, seed) order: device d holds grid
+# point d's two seeds. Every run differs from the others.
+GRID = tuple({"epsilon": e, "beta": b} for e in (0.1, 0.5) for b in (1.0, -1.0))
+
+
+def summary(result) -> dict:
+    leaves = jax.tree_util.tree_leaves(result.best_params)
+    return {"history": [{k: v for k, v in h.items() if k != "seconds"}
+                        for h in result.history],
+            "runs": result.runs,
+            "params": [np.asarray(x).tolist() for x in leaves],
+            "param_devices": sorted({len(x.sharding.device_set) for x in leaves})}
+
+
+def main(out: str) -> None:
+    data = splits(line_swap_dataset(num_graphs=24))
+    report = {"devices": jax.device_count()}
+    for shard in (False, True):  # the device pipeline: fused epochs after the first
+        cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True, shard_runs=shard)
+        report["sharded" if shard else "single"] = summary(train(model_fn, data, cfg, GRID))
+    try:
+        train(model_fn, data, TrainConfig(epochs=1, seeds=(0, 1, 2), quiet=True,
+                                          shard_runs=True, description="odd"), GRID[:2])
+    except RunsDoNotDivide as err:
+        report["refused"] = str(err)
+    # what the memory check weighs against one device: its share of the runs
+    report["share"] = list(RunMesh(8).share(np.zeros((8, 3), np.float32)).shape)
+    with open(out, "w") as f:
+        json.dump(report, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
