@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from swan_jax.data.batching import budget_for, iterate_batches, iterate_sharded_batches
+from tests.devices import report_on_devices
 from tests.train_script import line_swap_dataset
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_sharded_steps_hold_the_same_graphs_as_single_device_steps():
@@ -31,12 +24,7 @@ def test_sharded_steps_hold_the_same_graphs_as_single_device_steps():
 
 
 def test_four_devices_train_like_one(tmp_path):
-    out = tmp_path / "report.json"
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
-    subprocess.run([sys.executable, "-m", "tests.data_parallel_script", str(out)], cwd=ROOT,
-                   env=env, check=True, timeout=600)
-    report = json.loads(out.read_text())
+    report = report_on_devices("tests.data_parallel_script", tmp_path / "report.json")
     assert report["devices"] == 4
     single, parallel = report["single"], report["parallel"]
     assert parallel["param_devices"] == [4] and single["param_devices"] == [1]

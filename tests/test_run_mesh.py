@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from swan_jax.train import TrainConfig
+from tests.devices import report_on_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,12 +24,7 @@ def test_shard_runs_and_data_parallel_are_refused_together():
 
 
 def test_four_devices_hold_the_runs_and_train_them_like_one(tmp_path):
-    out = tmp_path / "report.json"
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
-    subprocess.run([sys.executable, "-m", "tests.run_mesh_script", str(out)], cwd=ROOT,
-                   env=env, check=True, timeout=600)
-    report = json.loads(out.read_text())
+    report = report_on_devices("tests.run_mesh_script", tmp_path / "report.json")
     single, sharded = report["single"], report["sharded"]
     assert report["devices"] == 4
     assert single["param_devices"] == [1] and sharded["param_devices"] == [4]
