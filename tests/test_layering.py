@@ -19,7 +19,8 @@ REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
-        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.encoders",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.nnx",
+        "swan_jax.encoders",
         "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
 # May import: (besides themselves). The package root (`swan_jax`) is the public face and
