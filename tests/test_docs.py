@@ -47,8 +47,8 @@ def test_api_reference_documents_the_public_face_only(tmp_path):
         for name in names:
             assert f'id="{name}"' in text, f"{name} has no anchor in {page}"
 
-    # No page of a private module (swan_jax/train/_loop.py, ...), nor of the deprecated
-    # module alias swan_jax/gather.py (in `__all__`, `gather` is the function).
+    # No page of a private module (swan_jax/train/_loop.py, ...), nor a root page for
+    # `gather` (in `__all__`, the module `swan_jax.graph.gather`, documented there).
     private = [p for p in pages if any(part.startswith("_") for part in p.split("/"))]
     assert not private, private
     assert "swan_jax/gather.html" not in pages
