@@ -33,7 +33,7 @@ from benchmarks.common import (
     peptides_train,
     train_step_fn,
 )
-from swan_jax import gather
+from swan_jax.graph import gather
 from swan_jax.train import count_params
 
 MODELS = ("swan", "swan-learn", "gcn")

@@ -36,8 +36,8 @@ DEFAULT_OUT = ROOT / "docs" / "_build"
 # The public face: pdoc documents each of these with its `__all__`, and the submodules that
 # `__all__` names (swan_jax -> analysis, graph, graphs; graph -> builders, gather).
 API_MODULES = ["swan_jax", "swan_jax.data", "swan_jax.train", "swan_jax.experiments"]
-# `swan_jax.gather` in `__all__` is the function; pdoc would also document the deprecated
-# module alias of the same name (swan_jax/gather.py), which the public face does not hold.
+# `gather` in the root's `__all__` is the module `swan_jax.graph.gather`, documented on its
+# own page there (swan_jax/graph/gather.html); no second copy under the root.
 API_EXCLUDE = [r"!swan_jax\.gather$"]
 # pdoc cannot evaluate the string annotations (`from __future__ import annotations`) of
 # NamedTuple / dataclass constructors; it shows them as written and warns once per class.

@@ -107,3 +107,17 @@ def _no_internet_in_tests():
         mp.setattr(urllib.request, "urlopen", local_only)
         mp.setattr(requests, "get", local_get)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_put_back():
+    """A test that runs a command in this process installs the command's SIGINT / SIGTERM
+    handlers (`experiments.signals`, the campaign's); put the previous ones back, so that
+    no later test inherits a handler that only records a Ctrl-C."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None:
+            signal.signal(sig, handler)

@@ -1,10 +1,11 @@
-"""Random graphs for the tests, built with `swan_jax.graphs` (re-exported: `graph_from_edges`)."""
+"""Random graphs for the tests, built with `swan_jax.graph.builders`
+(re-exported: `graph_from_edges`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from swan_jax.graphs import edges_to_networkx, graph_from_edges, undirected_graph
+from swan_jax.graph.builders import edges_to_networkx, graph_from_edges, undirected_graph
 
 __all__ = ["dataset_graph_to_networkx", "graph_from_edges", "random_directed",
            "random_undirected"]

@@ -1,10 +1,13 @@
-"""`make docs`'s API reference (docs/build.py --only api): the public face, nothing private.
+"""`make docs`'s API reference (docs/build.py --only api): the public face, nothing private;
+docs/architecture.md's module list equal to the package's modules.
 
 The notebooks part of `make docs` is not built here: tests/test_notebooks.py executes them.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -44,8 +47,8 @@ def test_api_reference_documents_the_public_face_only(tmp_path):
         for name in names:
             assert f'id="{name}"' in text, f"{name} has no anchor in {page}"
 
-    # No page of a private module (swan_jax/train/_loop.py, ...), nor of the deprecated
-    # module alias swan_jax/gather.py (in `__all__`, `gather` is the function).
+    # No page of a private module (swan_jax/train/_loop.py, ...), nor a root page for
+    # `gather` (in `__all__`, the module `swan_jax.graph.gather`, documented there).
     private = [p for p in pages if any(part.startswith("_") for part in p.split("/"))]
     assert not private, private
     assert "swan_jax/gather.html" not in pages
@@ -80,3 +83,73 @@ def test_user_facing_files_hold_no_internal_device_instructions():
     found = {name: INTERNAL.findall(text) for name, text in texts.items()}
     assert not {name: hits for name, hits in found.items() if hits}
     assert INTERNAL.search('Run (device tool): command "bash x.sh", carry [".whl"]')
+
+
+# docs/architecture.md: its "Every module" table lists each module of the package and each
+# top-level command, and every module the document names anywhere exists.
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+LISTED = re.compile(r"`((?:swan_jax|experiments)/[\w/]+\.py)`")
+# `swan_jax/train/_loop.py`; `data/device.assemble`, `train/_folder`: a package's module
+DOC_PATH = re.compile(r"(?<![\w/.])(?:swan_jax/)?((?:graph|data|train|analysis|experiments)"
+                      r"/\w+)(?:\.(\w+))?")
+DOTTED = re.compile(r"(?<![\w/.])swan_jax(?:\.\w+)+")
+
+
+def _the_modules() -> set[str]:
+    found = {p.relative_to(ROOT).as_posix() for p in (ROOT / "swan_jax").rglob("*.py")}
+    return found | {p.relative_to(ROOT).as_posix() for p in (ROOT / "experiments").glob("*.py")}
+
+
+def _module_list_problems(text: str) -> list[str]:
+    """What the "Every module" table misses or names wrongly, and the modules named
+    elsewhere in `text` that do not exist (a path, `pkg/module.name` or a dotted name)."""
+    table = text.split("## Every module", 1)[-1].split("\n## ", 1)[0]
+    listed, real = set(LISTED.findall(table)), _the_modules()
+    problems = [f"not in the module list: {m}" for m in sorted(real - listed)]
+    problems += [f"listed but no such module: {m}" for m in sorted(listed - real)]
+    for path, attr in DOC_PATH.findall(text):
+        module = "swan_jax/" + path
+        if not ((ROOT / f"{module}.py").exists() or (ROOT / module).is_dir()
+                or (ROOT / f"{path}.py").exists()):
+            problems.append(f"no such module: {path}")
+        elif attr and attr != "py" and (ROOT / f"{module}.py").exists() and not hasattr(
+                importlib.import_module(module.replace("/", ".")), attr):
+            problems.append(f"no {attr} in {path}")
+    for dotted in set(DOTTED.findall(text)):
+        parts = dotted.split(".")
+        depth = max(i for i in range(1, len(parts) + 1)
+                    if (ROOT / "/".join(parts[:i])).is_dir()
+                    or (ROOT / ("/".join(parts[:i]) + ".py")).exists())
+        if depth < len(parts) and not hasattr(
+                importlib.import_module(".".join(parts[:depth])), parts[depth]):
+            problems.append(f"no such module or name: {dotted}")
+    return problems
+
+
+def test_the_architecture_doc_names_every_module():
+    assert _module_list_problems(ARCHITECTURE.read_text()) == []
+
+
+def test_the_module_list_check_would_catch_drift():
+    text = ARCHITECTURE.read_text()
+    row = "| `swan_jax/gps.py` |"
+    assert row in text
+    missing = text.replace(row, "| gps |")
+    assert _module_list_problems(missing) == ["not in the module list: swan_jax/gps.py"]
+    stale = text.replace(row, "| `swan_jax/gone.py` | x |\n" + row)
+    assert _module_list_problems(stale) == ["listed but no such module: swan_jax/gone.py"]
+    named = text + "\n`train/_gone.step`, `data/raw.Nothing`, `swan_jax.graphz.x`\n"
+    assert sorted(_module_list_problems(named)) == [
+        "no Nothing in data/raw", "no such module or name: swan_jax.graphz.x",
+        "no such module: train/_gone"]
+
+
+def test_package_docstrings_name_every_module():
+    """`swan_jax.data` and `swan_jax.experiments` introduce each of their modules."""
+    for package in ("data", "experiments"):
+        folder = ROOT / "swan_jax" / package
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+        named = set(re.findall(r"`(\w+)`", doc))
+        missing = sorted(p.stem for p in folder.glob("*.py")
+                         if p.stem != "__init__" and p.stem not in named)
+        assert missing == [], f"swan_jax/{package}/__init__.py's docstring omits {missing}"

@@ -110,6 +110,7 @@ def test_a_held_interrupt_arrives_after_the_block(monkeypatch):
     the block wins (the run ends either way); SIG_IGN is left alone."""
     from swan_jax import interrupts
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran
     done = []
     with pytest.raises(KeyboardInterrupt):
         with interrupts.held():

@@ -19,7 +19,8 @@ REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
-        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.encoders",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.nnx",
+        "swan_jax.encoders",
         "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
 # May import: (besides themselves). The package root (`swan_jax`) is the public face and
@@ -35,11 +36,6 @@ ALLOWED = {
     "swan_jax.export": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
                                "swan_jax.train", "swan_jax.export"),
 }
-# Moved into swan_jax.graph; kept one release as re-exports (CHANGELOG). Nothing imports them.
-SHIMS = ("swan_jax.graphs", "swan_jax.prepared", "swan_jax.gather", "swan_jax.operators",
-         "swan_jax.validation")
-# Not yet moved to swan_jax.graph by their owners (issue 21): shim imports still tolerated.
-PENDING_SHIM_IMPORTS: frozenset[str] = frozenset()
 # isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
 PENDING_LAYOUT_CHECKS: frozenset[str] = frozenset()
 LAYOUT_TYPES = ("PreparedGraph", "GraphsTuple", "SlotGraph", "SegmentGraph")
@@ -132,22 +128,16 @@ def test_the_circle_check_would_catch_the_old_export_circle():
     assert ["swan_jax.experiments.predict", "swan_jax.export"] in _circles(imports)
 
 
-def _home(target: str) -> str:
-    """Where an import lands: a moved module's new home (`test_nothing_imports_the_moved_
-    modules` counts the old names apart)."""
-    return "swan_jax.graph" if target in SHIMS else target
-
-
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
 def test_each_layer_imports_only_what_it_may(layer):
-    bad = {name: sorted(t for t in targets if not _within(_home(t), ALLOWED[layer]))
+    bad = {name: sorted(t for t in targets if not _within(t, ALLOWED[layer]))
            for name, targets in _imports().items() if _within(name, (layer,))}
     bad = {name: targets for name, targets in bad.items() if targets}
     assert bad == {}, f"{layer} may import only {ALLOWED[layer]}; found {bad}"
 
 
 def test_the_core_imports_only_the_core():
-    bad = {name: sorted(t for t in targets if not _within(_home(t), CORE))
+    bad = {name: sorted(t for t in targets if not _within(t, CORE))
            for name, targets in _imports().items() if _within(name, CORE)}
     bad = {name: targets for name, targets in bad.items() if targets}
     assert bad == {}, f"the core imports outside itself (experiments, data, train...): {bad}"
@@ -157,14 +147,6 @@ def test_the_package_root_is_the_core_and_analysis():
     outside = sorted(t for t in _imports()["swan_jax"]
                      if not _within(t, CORE + ("swan_jax.analysis",)))
     assert outside == [], f"swan_jax/__init__.py imports beyond the core: {outside}"
-
-
-def test_nothing_imports_the_moved_modules():
-    users = {name: sorted(t for t in targets if t in SHIMS)
-             for name, targets in _imports().items()
-             if name not in SHIMS and name not in PENDING_SHIM_IMPORTS}
-    users = {name: targets for name, targets in users.items() if targets}
-    assert users == {}, f"import swan_jax.graph instead of the old modules: {users}"
 
 
 def _absolute_imports(tree: ast.Module) -> set[str]:
@@ -218,38 +200,6 @@ def test_the_layering_test_would_catch_a_layout_check():
     tree = ast.parse("import jraph\nok = isinstance(g, jraph.GraphsTuple | PreparedGraph)\n")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
     assert _names(calls[0].args[1]) & set(LAYOUT_TYPES) == {"GraphsTuple", "PreparedGraph"}
-
-
-def test_the_old_modules_still_give_the_same_objects():
-    import importlib
-
-    import swan_jax.graph
-
-    for shim in SHIMS:
-        module = importlib.import_module(shim)
-        assert module.__all__, shim
-        for name in module.__all__:
-            moved = [getattr(importlib.import_module(f"swan_jax.graph.{m}"), name)
-                     for m in ("builders", "prepared", "gather", "segment", "slots",
-                               "protocol", "validation", "layouts")
-                     if hasattr(importlib.import_module(f"swan_jax.graph.{m}"), name)]
-            assert any(getattr(module, name) is obj for obj in moved), f"{shim}.{name}"
-    # What the data pipeline imports from the old path (issue 21: one release).
-    from swan_jax.prepared import (
-        Closure,
-        PreparedGraph,
-        choose_slot_width,
-        closure_slots,
-        overflow_rows,
-        prepared_from_closure,
-    )
-
-    assert (Closure, PreparedGraph, choose_slot_width, closure_slots, overflow_rows,
-            prepared_from_closure) == (swan_jax.graph.Closure, swan_jax.graph.PreparedGraph,
-                                       swan_jax.graph.choose_slot_width,
-                                       swan_jax.graph.closure_slots,
-                                       swan_jax.graph.overflow_rows,
-                                       swan_jax.graph.prepared_from_closure)
 
 
 def test_each_layout_implements_the_protocol():

@@ -2,10 +2,17 @@
 
 - `dataset`: `GraphDataset`, the container every loader returns (atomic, versioned caches).
 - `batching`: padded batches with fixed node / edge / graph budgets and masks.
+- `device`: a data set placed on the device; `assemble` gathers a step's batch there.
+- `convert`: one graph of a user's own data -> the dict `GraphDataset.from_graphs` joins.
 - `transfer`: line / ring / crossed-ring graph transfer (paper Appendix D.1).
 - `graphprop`: PNA-style graph property prediction (Appendix D.2).
-- `lrgb`, `molecules`, `safe_pickle`, `download`: LRGB loaders, OGB-style SMILES
-  featurisation over rdkit, a numpy-only unpickler, md5-checked downloads.
+- `lrgb`, `molecules`, `progress`: LRGB loaders, OGB-style SMILES featurisation over
+  rdkit, the progress of a long featurisation.
+- `node_classification`: Tolokers, Questions, ogbn-arxiv (one large graph, node splits).
+- `positional`: LapPE and RWSE encodings, once per graph (GraphGPS).
+- `raw`, `download`, `errors`: where raw files are looked for and their md5, md5-checked
+  downloads, the data errors (each names the setting that fixes it).
+- `safe_pickle`, `torch_legacy`: a numpy-only unpickler, PyTorch tensors read with NumPy.
 
 RDKit is optional (`pip install 'swan-jax[chem]'`): `molecules` imports it on the first
 featurisation only, so this package, the generators and cached LRGB data load without it.

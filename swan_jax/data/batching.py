@@ -188,7 +188,7 @@ def budget_for(datasets: GraphDataset | list[GraphDataset], batch_size: int,
       slack: see above; None for the quantile rule.
       fill_quantile: quantile of random batch totals to size the budget at.
       slot_width: static slot width of the prepared layout; default: chosen from the
-        closure degrees of every node (`swan_jax.prepared.choose_slot_width`).
+        closure degrees of every node (`swan_jax.graph.prepared.choose_slot_width`).
       prepared: False for plain GraphsTuple batches (no layout; the segment-sum path).
     """
     datasets = datasets if isinstance(datasets, list) else [datasets]

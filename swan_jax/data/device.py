@@ -2,7 +2,7 @@
 
 `place_dataset(dataset, budget)` copies a split to the device ONCE: its node and edge
 features, targets, local edge lists, and every graph's part of the gather-only layout
-(`swan_jax.prepared`) in *graph-local* numbering: each graph's slot rows are its node
+(`swan_jax.graph.prepared`) in *graph-local* numbering: each graph's slot rows are its node
 rows followed by its overflow rows, and a slot's mirror is a flat index into that local
 numbering. `assemble(data, ids, budget)` then builds, inside `jit`, exactly the `Batch`
 that `swan_jax.data.batching.make_batch` builds on the host for the same graphs (same

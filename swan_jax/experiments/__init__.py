@@ -3,12 +3,21 @@
 - `sweep`: `Experiment` (what an experiment declares), `run_sweep` (what every experiment
   does the same way), `Task`, `Program`.
 - `config`: `SweepConfig`, the one configuration form (TOML in, resolved TOML out).
+- `flags`: the command-line flags, generated from the settings' declarations.
 - `command`: the command line every experiment shares (`main`, `parse_config`).
+- `packing`: a static point's grid cut into the fewest programs that fit in memory.
+- `cluster`: `--executor slurm`, each cell a submitit job; `hosts`: a sweep across
+  processes (`jax.distributed.initialize()` once, before anything).
+- `locks`, `signals`: one run per output folder; Ctrl-C and SIGTERM end a run the same way.
+- `records`: the results file, summaries over runs, machine information.
 - `runs`: `load_run(folder, run)` -> (model, variables, config) of any trained run.
+- `predict`: `swan-predict`, a trained run's predictions for new graphs.
 - `report`: the table beside the paper, the default figure, the training curves
-  (`plot_curves`); `curves` is their command (`swan-curves`).
-- `lrgb`, `transfer`, `graphprop`: the experiments, each a short module plus a TOML file
-  in `configs/`; run them as `python -m swan_jax.experiments.<name>` or `swan-<name>`.
+  (`plot_curves`); `curves` is their command (`swan-curves`), `results` a results
+  folder's summary (`swan-results`).
+- `lrgb`, `transfer`, `graphprop`, `node_classification`: the experiments, each a short
+  module plus a TOML file in `configs/`; run them as `python -m swan_jax.experiments.<name>`
+  or `swan-<name>` (`swan-node-classification`).
 """
 
 from swan_jax.experiments.config import SweepConfig, dump_toml, load_toml
