@@ -33,10 +33,6 @@ from typing import Any
 MODELS = ("gcn", "gps", "graphcon", "adgn", "swan", "swan-learn")  # the paper's rows
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
 
-# Rows swan-jax cannot time: model -> why (the table shows "not available"). Empty now
-# that every row of the paper's table has a model; kept for a row that loses its model.
-NOT_AVAILABLE: dict[str, str] = {}
-
 
 def _timed_row(work, epochs: int, kind: str) -> dict[str, Any]:
     """One `train` call of `lrgb_model(kind)` on the workload: the row's seconds."""
@@ -78,10 +74,6 @@ def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
     sizes["about"] = work.about
     out: dict[str, Any] = {}
     for kind in models:
-        if kind in NOT_AVAILABLE:
-            out[kind] = {"not_available": NOT_AVAILABLE[kind]}
-            print(f"runtime: {kind}: not available ({NOT_AVAILABLE[kind]})", flush=True)
-            continue
         print(f"runtime: {kind} ({epochs} epochs) ...", flush=True)
         out[kind] = ROW_BUILDERS.get(kind, lambda w, e, k=kind: _timed_row(w, e, k))(
             work, epochs)

@@ -159,9 +159,10 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric
     if weighted and level != "node":
         raise ValueError(f"metric {metric!r} scores node rows; task level is {level!r}")
     parts = []  # per batch: predictions, targets, mask, row weights
+    select = _select(hp)  # read from the device once, not per batch
     for batch in batches:
         target, mask = batch_targets(batch, level, sharded=sharded, split_mask=split_mask,
-                                     select=_select(hp))
+                                     select=select)
         parts.append((to_host(predict(params, hp, batch)), np.asarray(target),
                       np.asarray(mask), _row_weights(batch) if weighted else None))
     return score_batches(*zip(*parts, strict=True), metric)
