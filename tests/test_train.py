@@ -156,6 +156,26 @@ def test_existing_checkpoints_need_resume_and_matching_config(tmp_path):
         train(model_fn, data, other, GRID[:1])
 
 
+def test_fingerprint_of_a_saved_program_does_not_move():
+    """A checkpoint written before a later TrainConfig field stays resumable: this is the
+    fingerprint a Peptides-func SWAN-learn program wrote on 2026-11-28 (CPU bundle, epoch
+    53), before `shard_runs` existed; adding that field to the identity orphaned it."""
+    from swan_jax.train._folder import fingerprint
+
+    cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=0.001,
+                      weight_decay=0.0, loss="bce", metric="ap", task_level="graph",
+                      seeds=(0, 1, 2), max_params=500000, on_divergence="stop_run")
+    point = {"learning_rate": 0.001, "weight_decay": 0.0, "epsilon": 1.0, "gamma": 0.1,
+             "beta": 1.0}
+    runs = [(point, seed) for seed in (0, 1, 2)]
+    assert fingerprint(cfg, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
+    # placement is not identity; a setting that decides the numbers still is
+    sharded = TrainConfig(**{**cfg.__dict__, "shard_runs": True})
+    assert fingerprint(sharded, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
+    other = TrainConfig(**{**cfg.__dict__, "batch_size": 32})
+    assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
+
+
 def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):
     data = splits(line_swap_dataset())
     cfg = TrainConfig(epochs=6, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)

@@ -219,9 +219,14 @@ class TrainConfig:
         """The fields that decide the numbers (the checkpoint fingerprint); a custom
         optimiser or loss by its name (`custom_name`), a metric by its name (a built-in)
         or its `Metric.describe()`."""
+        # Where and how the runs execute is not their identity: a program resumes with
+        # another pipeline or placement (`shard_runs`: a CPU bundle goes on on a GPU, a
+        # sharded grid on one device). A field added here changes every fingerprint,
+        # and so orphans every saved checkpoint: tests/test_train.py pins one.
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
-                "checkpoint_seconds", "deadline", "quiet", "trackers", "epochs_per_call"}
+                "checkpoint_seconds", "deadline", "quiet", "trackers", "epochs_per_call",
+                "shard_runs"}
         out = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
