@@ -146,7 +146,7 @@ def test_a_folders_checkpoints_name_resume_as_a_setting(tmp_path):
     from swan_jax.train import CheckpointConflict, TrainConfig
     from swan_jax.train._folder import DROP_RESUME, ProgramFolder
 
-    folder = ProgramFolder(TrainConfig(checkpoint_dir=str(tmp_path)), "abc")
+    folder = ProgramFolder(TrainConfig(checkpoint_dir=str(tmp_path)), ("abc",))
     folder.latest_epoch = lambda: 3  # a folder that holds checkpoints
     with pytest.raises(ValueError) as err:
         folder.check_fresh()

@@ -176,6 +176,42 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
 
 
+def _rewrite_fingerprint(epoch_folder: Path, value: str) -> None:
+    """Give a saved checkpoint's JSON metadata another fingerprint, as older code wrote."""
+    (meta,) = [f for f in (epoch_folder / "meta").iterdir() if f.is_file()
+               and "fingerprint" in f.read_text()]
+    payload = json.loads(meta.read_text())
+    payload["fingerprint"] = value
+    meta.write_text(json.dumps(payload))
+
+
+def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
+    """Folders saved while `shard_runs` was in the identity resume, and are saved anew
+    under today's fingerprint; any other fingerprint is still refused."""
+    from swan_jax.checkpoint import CheckpointStore
+    from swan_jax.train._folder import RUN_FILE, fingerprint
+
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=1, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
+    train(model_fn, data, cfg, GRID[:1])
+    meta = json.loads((tmp_path / RUN_FILE).read_text())
+    runs = [(dict(r["hparams"]), r["seed"]) for r in meta["runs"]]
+    extra = None
+    assert meta["fingerprint"] == fingerprint(cfg, runs, extra)
+    old = fingerprint(cfg, runs, extra, as_written_before="2026-11-28")
+    assert old != meta["fingerprint"]
+    store = CheckpointStore(tmp_path)
+    _rewrite_fingerprint(tmp_path / str(store.latest_epoch()), old)
+    more = TrainConfig(epochs=2, batch_size=4, checkpoint_dir=str(tmp_path), resume=True,
+                       progress=False)
+    out = train(model_fn, data, more, GRID[:1])
+    assert len(out.history) == 2
+    _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()),
+                         "0123456789abcdef")
+    with pytest.raises(ValueError, match="belongs to another configuration"):
+        train(model_fn, data, TrainConfig(**{**more.__dict__, "epochs": 3}), GRID[:1])
+
+
 def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):
     data = splits(line_swap_dataset())
     cfg = TrainConfig(epochs=6, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)

@@ -36,14 +36,28 @@ class CheckpointConflict(HintedError, ValueError):
     `resume` is off, or they belong to another configuration. Its hint names `resume`."""
 
 
-def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None) -> str:
-    """What a checkpoint must match to be resumed: config, runs, and the caller's extra."""
+def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None, *,
+                as_written_before: str | None = None) -> str:
+    """What a checkpoint must match to be resumed: config, runs, and the caller's extra.
+
+    `as_written_before="2026-11-28"`: the fingerprint as the code of 2026-11-27/28 wrote
+    it, with `shard_runs` in the identity (placement, since taken out of it); a folder
+    written then still resumes (`accepted_fingerprints`)."""
     keep = cfg.identity()
+    if as_written_before == "2026-11-28":
+        keep["shard_runs"] = cfg.shard_runs
     if cfg.data_parallel:  # the device count decides which graphs share a step
         keep["devices"] = jax.device_count()
     blob = json.dumps({"cfg": keep, "runs": runs, "extra": extra or {}}, sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def accepted_fingerprints(cfg: TrainConfig, runs,
+                          extra: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The fingerprint, then the older forms of it that a saved folder may carry."""
+    return (fingerprint(cfg, runs, extra),
+            fingerprint(cfg, runs, extra, as_written_before="2026-11-28"))
 
 
 def _line(record: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
@@ -53,8 +67,10 @@ def _line(record: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
 class ProgramFolder:
     """The files of one program under `cfg.checkpoint_dir` (all no-ops without one)."""
 
-    def __init__(self, cfg: TrainConfig, fingerprint_: str):
-        self.cfg, self.fingerprint = cfg, fingerprint_
+    def __init__(self, cfg: TrainConfig, fingerprints: Sequence[str]):
+        # the first is written; a checkpoint carrying any of them resumes (and is then
+        # saved under the first)
+        self.cfg, self.fingerprint, self.accepted = cfg, fingerprints[0], set(fingerprints)
         self.path = None if cfg.checkpoint_dir is None else Path(cfg.checkpoint_dir)
         # run.json and history.jsonl: process 0's (every process saves its checkpoint shards)
         self.writes = self.path is not None and writes_files()
@@ -82,7 +98,7 @@ class ProgramFolder:
         if not self.cfg.resume or self.latest_epoch() is None:
             return None
         device, meta = self.store.restore(state.device_part())
-        if meta["fingerprint"] != self.fingerprint:
+        if meta["fingerprint"] not in self.accepted:
             raise CheckpointConflict(f"checkpoint in {self.path} belongs to another "
                                      f"configuration (fingerprint {meta['fingerprint']} != "
                                      f"{self.fingerprint}); use a fresh directory or {HINT}",

@@ -39,7 +39,7 @@ from swan_jax.train._config import (
 )
 from swan_jax.train._epoch import divergence_message, loss_divergence
 from swan_jax.train._evaluate import DEVICE_METRICS, finish_sums, metric_key, metric_mode
-from swan_jax.train._folder import ProgramFolder, fingerprint
+from swan_jax.train._folder import ProgramFolder, accepted_fingerprints
 from swan_jax.train._fused import EpochBlocks, can_fuse
 from swan_jax.train._metric import Metric, check_output
 from swan_jax.train._optim import (
@@ -546,7 +546,7 @@ def train(
     started = time.perf_counter()
     trackers = Trackers(cfg.trackers, cfg.checkpoint_dir)  # refused before any compute
     prog = _Program(model_fn, splits, cfg, grid)
-    folder = ProgramFolder(cfg, fingerprint(cfg, prog.runs, fingerprint_extra))
+    folder = ProgramFolder(cfg, accepted_fingerprints(cfg, prog.runs, fingerprint_extra))
     folder.check_fresh()
     state, num_params = _initial_state(prog)
     log = _Log()
