@@ -42,10 +42,10 @@ import numpy as np
 
 import swan_jax as sj
 from benchmarks.common import BATCH, ROOT, lrgb_model, machine, peptides_train
-from swan_jax.checkpoint import CheckpointStore
 from swan_jax.data import load_peptides_func
 from swan_jax.data.batching import iterate_batches
 from swan_jax.data.device import epoch_ids
+from swan_jax.runs.checkpoint import CheckpointStore
 from swan_jax.train import NodeSplit, TrainConfig, _loop, _pipeline, train
 
 WORKLOADS = ("peptides", "peptides-learn", "transfer", "transfer-cpu", "graphprop",

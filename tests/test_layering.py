@@ -29,12 +29,20 @@ ALLOWED = {
     "swan_jax.graph": ("swan_jax.graph",),
     "swan_jax.analysis": CORE + ("swan_jax.analysis",),
     "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
-                      "swan_jax.io", "swan_jax.settings"),
-    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                              "swan_jax.interrupts", "swan_jax.train"),
-    # exports of trained runs: below the experiments (a sweep's rebuild is passed in)
-    "swan_jax.export": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                               "swan_jax.train", "swan_jax.export"),
+                      "swan_jax.runs.io", "swan_jax.settings"),
+    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.runs.io", "swan_jax.runs.checkpoint",
+                              "swan_jax.runs.interrupts", "swan_jax.train"),
+    # a run's files: what train saves with (io, interrupts, checkpoint) stands on the core's
+    # settings alone; inference on data; exports of trained runs on train, below the
+    # experiments (a sweep's rebuild is passed in)
+    "swan_jax.runs": CORE + ("swan_jax.data", "swan_jax.train", "swan_jax.runs"),
+    "swan_jax.runs.io": ("swan_jax.settings",),
+    "swan_jax.runs.interrupts": (),
+    "swan_jax.runs.checkpoint": ("swan_jax.settings", "swan_jax.runs.io",
+                                 "swan_jax.runs.interrupts"),
+    "swan_jax.runs.inference": CORE + ("swan_jax.data",),
+    "swan_jax.runs.export": CORE + ("swan_jax.data", "swan_jax.runs.io",
+                                    "swan_jax.runs.checkpoint", "swan_jax.train"),
 }
 # isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
 PENDING_LAYOUT_CHECKS: frozenset[str] = frozenset()
@@ -120,12 +128,12 @@ def test_the_circle_check_would_catch_the_old_export_circle():
     tree = ast.parse("def export_run():\n    from swan_jax.experiments.predict import "
                      "open_run\n")
     back = {t for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            for t in _targets("swan_jax.export", node)}
+            for t in _targets("swan_jax.runs.export", node)}
     assert back == {"swan_jax.experiments.predict"}
     imports = dict(_imports())
-    assert "swan_jax.export" in imports["swan_jax.experiments.predict"]
-    imports["swan_jax.export"] = imports["swan_jax.export"] | back
-    assert ["swan_jax.experiments.predict", "swan_jax.export"] in _circles(imports)
+    assert "swan_jax.runs.export" in imports["swan_jax.experiments.predict"]
+    imports["swan_jax.runs.export"] = imports["swan_jax.runs.export"] | back
+    assert ["swan_jax.experiments.predict", "swan_jax.runs.export"] in _circles(imports)
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))

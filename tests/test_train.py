@@ -188,7 +188,7 @@ def _rewrite_fingerprint(epoch_folder: Path, value: str) -> None:
 def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     """Folders saved while `shard_runs` was in the identity resume, and are saved anew
     under today's fingerprint; any other fingerprint is still refused."""
-    from swan_jax.checkpoint import CheckpointStore
+    from swan_jax.runs.checkpoint import CheckpointStore
     from swan_jax.train._folder import RUN_FILE, fingerprint
 
     data = splits(line_swap_dataset())

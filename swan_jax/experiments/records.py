@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from swan_jax.io import save_json_atomic
+from swan_jax.runs.io import save_json_atomic
 from swan_jax.train._run_mesh import writes_files
 
 

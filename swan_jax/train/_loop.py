@@ -24,8 +24,8 @@ import numpy as np
 import optax
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
-from swan_jax.interrupts import held
 from swan_jax.pytrees import tree_bytes, tree_size
+from swan_jax.runs.interrupts import held
 from swan_jax.settings import SettingError
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
