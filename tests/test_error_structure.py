@@ -200,7 +200,7 @@ def test_a_hinted_error_places_its_hints_in_order_and_the_rest_after():
 # ------------------------------------------------- no flag text in library raise sites
 
 LIBRARY = ("solvers.py", "data", "runs", "train", "field.py",
-           "models.py", "graph", "settings.py")
+           "models", "graph", "settings.py")
 # Raise sites that still name a flag: none (io, train and checkpoint errors carry a
 # `settings.Hint` since issue 21, the command layer spells it).
 PENDING_FLAG_TEXT: dict[str, int] = {}

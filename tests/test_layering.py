@@ -19,7 +19,7 @@ REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
-        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.nnx",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps",
         "swan_jax.encoders",
         "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
@@ -149,6 +149,25 @@ def test_the_core_imports_only_the_core():
            for name, targets in _imports().items() if _within(name, CORE)}
     bad = {name: targets for name, targets in bad.items() if targets}
     assert bad == {}, f"the core imports outside itself (experiments, data, train...): {bad}"
+
+
+# The package root holds the core and its public face (`__init__`), nothing else (issue 40):
+# run files live in `swan_jax.runs`, commands in `swan_jax.experiments`.
+MAX_ROOT_MODULES = 12
+
+
+def _root_problems(names: list[str]) -> list[str]:
+    outside = [f"not core: swan_jax/{n}.py" for n in names if f"swan_jax.{n}" not in CORE]
+    count = [f"{len(names)} modules in the root, at most {MAX_ROOT_MODULES}"]
+    return outside + (count if len(names) > MAX_ROOT_MODULES else [])
+
+
+def test_the_package_root_holds_the_core_only():
+    names = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert _root_problems(names) == []
+    # ... and would say so of a run file or a thirteenth module
+    assert _root_problems([*names, "checkpoint"]) == ["not core: swan_jax/checkpoint.py"]
+    assert _root_problems(["config"] * 13) == ["13 modules in the root, at most 12"]
 
 
 def test_the_package_root_is_the_core_and_analysis():
