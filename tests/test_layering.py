@@ -176,6 +176,47 @@ def test_the_package_root_is_the_core_and_analysis():
     assert outside == [], f"swan_jax/__init__.py imports beyond the core: {outside}"
 
 
+# Where `import swan_jax...` is written outside the package (the tests may open private
+# modules: they test them).
+OUTSIDE = ("benchmarks", "reproduce", "experiments", "notebooks")
+
+
+def _private_owner(target: str) -> str | None:
+    """`swan_jax.train._loop` -> `swan_jax.train` (the package whose private module it is);
+    None for a public module."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def _private_imports(name: str, tree: ast.Module) -> list[str]:
+    """The private swan_jax modules `name`'s imports open outside their own package."""
+    return sorted({t for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                   and (name.startswith("swan_jax") or not getattr(node, "level", 0))
+                   for t in _targets(name, node)
+                   if (owner := _private_owner(t)) and not _within(name, (owner,))})
+
+
+def test_nothing_outside_a_package_imports_its_private_modules():
+    """A package's `_modules` are reached through its `__init__`'s names (`swan_jax.train`
+    re-exports what the experiments and benchmarks use), never from another package."""
+    found = {name: _private_imports(name, tree) for name, tree in _modules().items()}
+    for folder in OUTSIDE:
+        for path in sorted((PACKAGE.parent / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+            found[name] = _private_imports(name, ast.parse(path.read_text(), str(path)))
+    found = {name: targets for name, targets in found.items() if targets}
+    assert found == {}, f"private modules imported from outside their package: {found}"
+    # ... and would catch the benchmarks' imports before issue 40
+    old = ast.parse("from swan_jax.train import TrainConfig, _loop\n"
+                    "from swan_jax.train._fused import can_fuse\n")
+    assert _private_imports("benchmarks.epoch_anatomy", old) == [
+        "swan_jax.train._fused", "swan_jax.train._loop"]
+    assert _private_imports("swan_jax.train._loop", old) == []
+
+
 def _absolute_imports(tree: ast.Module) -> set[str]:
     """Every absolute module name a tree's import statements name (relative ones are
     inside swan_jax by construction)."""

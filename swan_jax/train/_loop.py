@@ -220,6 +220,18 @@ def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig
     return _step_estimate(prog, jax.eval_shape(init, *init_args)), tree_bytes(step_batch)
 
 
+def open_program(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                 grid: Sequence[Hyper] = ({},)) -> tuple[_Program, RunState]:
+    """What `train(model_fn, splits, cfg, grid)` sets up before its first epoch, without
+    the epochs: the program (its `pipeline`, whose `train_epoch(state, hp, epoch,
+    on_steps)` and `evaluate(params, hp, split)` are an epoch's parts; `data`, `hp`,
+    `batch_size`, `budget`) and every run's initial state. For timing the parts alone
+    (`benchmarks/epoch_anatomy.py`); nothing is saved."""
+    prog = _Program(model_fn, splits, cfg, grid)
+    state, _ = _initial_state(prog)
+    return prog, state
+
+
 class _Reads(Mapping):
     """A grid point's hyper-parameters that note which keys are read."""
 
