@@ -73,7 +73,7 @@ bench: install
 # Is the GPU used? Prints the devices, times one SWAN training step and one epoch on toy
 # graphs, and fails when the training did not run on a GPU (after make install DEVICE=cuda13).
 gpu-check: install
-	$(PY) -m swan_jax.gpu_check --require-gpu
+	$(PY) -m swan_jax.experiments.gpu_check --require-gpu
 
 # The GPU check (benchmarks/gpu_check.sh, for a GPU machine: see BENCHMARKS.md), as a short
 # CPU run that exercises every part of it.

@@ -192,13 +192,12 @@ def traced_epochs(name: str, quick: bool, epochs: int, trace_dir: Path) -> float
     import jax
 
     from benchmarks.epoch_anatomy import BUILD
-    from swan_jax.train import _loop
+    from swan_jax.train import open_program
 
     work = BUILD[name](quick)
     cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True,
                               epochs=epochs + 1)
-    prog = _loop._Program(work.model_fn, work.splits, cfg, work.grid)
-    state, _ = _loop._initial_state(prog)
+    prog, state = open_program(work.model_fn, work.splits, cfg, work.grid)
     pipe = prog.pipeline
     splits = [s for s in ("val", "test") if s in prog.data]
 

@@ -42,11 +42,11 @@ import numpy as np
 
 import swan_jax as sj
 from benchmarks.common import BATCH, ROOT, lrgb_model, machine, peptides_train
-from swan_jax.checkpoint import CheckpointStore
 from swan_jax.data import load_peptides_func
 from swan_jax.data.batching import iterate_batches
 from swan_jax.data.device import epoch_ids
-from swan_jax.train import NodeSplit, TrainConfig, _loop, _pipeline, train
+from swan_jax.runs.checkpoint import CheckpointStore
+from swan_jax.train import MAX_CHUNK, NodeSplit, TrainConfig, open_program, train
 
 WORKLOADS = ("peptides", "peptides-learn", "transfer", "transfer-cpu", "graphprop",
              "tolokers")
@@ -177,8 +177,7 @@ def _blocked(fn, repeat: int) -> float:
 def _parts(work: Workload, pipeline: str, repeat: int) -> dict[str, float]:
     """The program's parts timed alone (see the module docstring)."""
     cfg = dataclasses.replace(work.cfg, pipeline=pipeline, progress=False, epochs=2)
-    prog = _loop._Program(work.model_fn, work.splits, cfg, work.grid)
-    state, _ = _loop._initial_state(prog)
+    prog, state = open_program(work.model_fn, work.splits, cfg, work.grid)
     pipe, data, budget = prog.pipeline, prog.data["train"], prog.budget
     rng = lambda: np.random.default_rng([cfg.data_seed, 1])  # noqa: E731
     state, _ = pipe.train_epoch(state, prog.hp, 0, lambda n: None)  # compiles
@@ -228,13 +227,12 @@ def _fused_epochs(work: Workload, seconds: float) -> dict[str, Any] | None:
     """Epoch wall time with several epochs per device call (`TrainConfig.epochs_per_call`,
     its default), from a `train` call of about `seconds` after its compiling first blocks;
     None where an epoch is more than one training call (nothing is fused)."""
-    from swan_jax.train._fused import MIN_FUSED_EPOCHS, can_fuse
+    from swan_jax.train import MIN_FUSED_EPOCHS, can_fuse
 
     prog_cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
-    prog = _loop._Program(work.model_fn, work.splits, prog_cfg, work.grid)
-    _loop._initial_state(prog)
+    prog, _ = open_program(work.model_fn, work.splits, prog_cfg, work.grid)
     long_run = dataclasses.replace(prog_cfg, epochs=MIN_FUSED_EPOCHS)
-    if not can_fuse(long_run, prog.pipeline) or prog.pipeline.steps(0) > _pipeline.MAX_CHUNK:
+    if not can_fuse(long_run, prog.pipeline) or prog.pipeline.steps(0) > MAX_CHUNK:
         return None
     per_epoch = _epochs(work, "device", 3)["epoch_s"]  # the per-epoch loop's pace
     epochs = int(min(5000, max(MIN_FUSED_EPOCHS, seconds / per_epoch)))

@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def write_run(out: Path, record: dict[str, Any], source: str) -> None:
     """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads
     them (the campaign's runtime and Jacobian cells write theirs the same way)."""
-    from swan_jax.io import write_text_atomic
+    from swan_jax.runs.io import write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")

@@ -11,7 +11,7 @@ import pytest
 
 import swan_jax as sj
 from swan_jax import analysis as sja
-from swan_jax.checkpoint import CheckpointStore
+from swan_jax.runs.checkpoint import CheckpointStore
 from tests import reference as ref
 from tests.graphs import random_undirected
 

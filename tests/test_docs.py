@@ -90,8 +90,8 @@ def test_user_facing_files_hold_no_internal_device_instructions():
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 LISTED = re.compile(r"`((?:swan_jax|experiments)/[\w/]+\.py)`")
 # `swan_jax/train/_loop.py`; `data/device.assemble`, `train/_folder`: a package's module
-DOC_PATH = re.compile(r"(?<![\w/.])(?:swan_jax/)?((?:graph|data|train|analysis|experiments)"
-                      r"/\w+)(?:\.(\w+))?")
+DOC_PATH = re.compile(r"(?<![\w/.])(?:swan_jax/)?((?:graph|data|train|analysis|experiments|runs"
+                      r"|models)/\w+)(?:\.(\w+))?")
 DOTTED = re.compile(r"(?<![\w/.])swan_jax(?:\.\w+)+")
 
 
@@ -145,8 +145,9 @@ def test_the_module_list_check_would_catch_drift():
 
 
 def test_package_docstrings_name_every_module():
-    """`swan_jax.data` and `swan_jax.experiments` introduce each of their modules."""
-    for package in ("data", "experiments"):
+    """`swan_jax.data`, `swan_jax.experiments`, `swan_jax.runs` and `swan_jax.models`
+    introduce each of their modules."""
+    for package in ("data", "experiments", "runs", "models"):
         folder = ROOT / "swan_jax" / package
         doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
         named = set(re.findall(r"`(\w+)`", doc))

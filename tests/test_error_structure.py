@@ -131,7 +131,7 @@ def test_a_hint_placed_inside_the_message_and_a_false_switch():
 
 
 def test_a_results_file_that_exists_names_overwrite_as_a_setting(tmp_path):
-    from swan_jax import io
+    from swan_jax.runs import io
 
     io.save_json_atomic(tmp_path / "r.json", {})
     with pytest.raises(FileExistsError) as err:
@@ -199,8 +199,8 @@ def test_a_hinted_error_places_its_hints_in_order_and_the_rest_after():
 
 # ------------------------------------------------- no flag text in library raise sites
 
-LIBRARY = ("solvers.py", "data", "io.py", "checkpoint.py", "train", "export.py", "field.py",
-           "models.py", "graph", "settings.py")
+LIBRARY = ("solvers.py", "data", "runs", "train", "field.py",
+           "models", "graph", "settings.py")
 # Raise sites that still name a flag: none (io, train and checkpoint errors carry a
 # `settings.Hint` since issue 21, the command layer spells it).
 PENDING_FLAG_TEXT: dict[str, int] = {}

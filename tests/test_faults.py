@@ -117,7 +117,7 @@ def test_a_lock_is_released_on_any_exit_and_leaves_the_tree_as_it_was(tmp_path):
 
 
 def _store(path: Path):
-    from swan_jax.checkpoint import CheckpointStore
+    from swan_jax.runs.checkpoint import CheckpointStore
 
     return CheckpointStore(path)
 
@@ -133,7 +133,7 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_keeps_the_last_checkpoi
     is removed and the earlier checkpoints are untouched."""
     import orbax.checkpoint as ocp
 
-    from swan_jax.checkpoint import CheckpointWriteError
+    from swan_jax.runs.checkpoint import CheckpointWriteError
 
     store = _store(tmp_path / "ck")
     store.save(1, _state(1.0), {"epoch": 1})
@@ -176,7 +176,7 @@ def _corrupt(step: Path) -> None:
 
 
 def test_a_corrupt_checkpoint_is_one_line_naming_it_and_the_one_before(tmp_path, capfd):
-    from swan_jax.checkpoint import CheckpointUnreadable, load_run_variables
+    from swan_jax.runs.checkpoint import CheckpointUnreadable, load_run_variables
 
     store = _store(tmp_path / "ck")
     store.save(1, _state(1.0), {"epoch": 1})
@@ -202,7 +202,7 @@ def test_a_corrupt_checkpoint_is_one_line_naming_it_and_the_one_before(tmp_path,
 def test_the_command_line_turns_checkpoint_faults_into_one_line(tmp_path, monkeypatch):
     """What reaches `main` from the training loop (stubbed here: the loop itself is what
     the test below runs end to end) ends as its one line, exit 1."""
-    from swan_jax.checkpoint import CheckpointUnreadable
+    from swan_jax.runs.checkpoint import CheckpointUnreadable
 
     def unreadable(*args, **kwargs):
         raise CheckpointUnreadable("the checkpoint X/2 cannot be read (...)")
@@ -252,7 +252,7 @@ def test_disk_full_at_the_last_save_is_one_line_and_keeps_what_was_saved(
 
 
 def test_a_results_file_that_cannot_be_written_names_it(tmp_path, monkeypatch):
-    from swan_jax import io
+    from swan_jax.runs import io
 
     def full(self, text):
         raise OSError(28, "No space left on device")

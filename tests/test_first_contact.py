@@ -108,7 +108,7 @@ def test_make_strict_keeps_the_refusal_naming_what_lifts_it(tmp_path):
 def test_a_held_interrupt_arrives_after_the_block(monkeypatch):
     """Inside `held()` Ctrl-C is recorded and raised when the block is whole; an error of
     the block wins (the run ends either way); SIG_IGN is left alone."""
-    from swan_jax import interrupts
+    from swan_jax.runs import interrupts
 
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran
     done = []
@@ -193,7 +193,7 @@ def test_the_watchdog_waits_for_a_held_write(tmp_path):
     done = tmp_path / "done"
     child = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, pathlib, signal, sys, time
-        from swan_jax import interrupts
+        from swan_jax.runs import interrupts
         from swan_jax.experiments import signals
 
         try:

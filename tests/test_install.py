@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import swan_jax
-from swan_jax import gpu_check
+from swan_jax.experiments import gpu_check
 
 ROOT = Path(__file__).resolve().parents[1]
 # `make test` runs these tests from inside make: the inherited MAKEFLAGS/MAKELEVEL would make the

@@ -19,7 +19,7 @@ REPO_TOOL = "reproduce"
 
 # The core: the graph, the field, its integration and the models, and what they stand on.
 CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.field",
-        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps", "swan_jax.nnx",
+        "swan_jax.solvers", "swan_jax.models", "swan_jax.gps",
         "swan_jax.encoders",
         "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
@@ -29,12 +29,20 @@ ALLOWED = {
     "swan_jax.graph": ("swan_jax.graph",),
     "swan_jax.analysis": CORE + ("swan_jax.analysis",),
     "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
-                      "swan_jax.io", "swan_jax.settings"),
-    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                              "swan_jax.interrupts", "swan_jax.train"),
-    # exports of trained runs: below the experiments (a sweep's rebuild is passed in)
-    "swan_jax.export": CORE + ("swan_jax.data", "swan_jax.io", "swan_jax.checkpoint",
-                               "swan_jax.train", "swan_jax.export"),
+                      "swan_jax.runs.io", "swan_jax.settings"),
+    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.runs.io", "swan_jax.runs.checkpoint",
+                              "swan_jax.runs.interrupts", "swan_jax.train"),
+    # a run's files: what train saves with (io, interrupts, checkpoint) stands on the core's
+    # settings alone; inference on data; exports of trained runs on train, below the
+    # experiments (a sweep's rebuild is passed in)
+    "swan_jax.runs": CORE + ("swan_jax.data", "swan_jax.train", "swan_jax.runs"),
+    "swan_jax.runs.io": ("swan_jax.settings",),
+    "swan_jax.runs.interrupts": (),
+    "swan_jax.runs.checkpoint": ("swan_jax.settings", "swan_jax.runs.io",
+                                 "swan_jax.runs.interrupts"),
+    "swan_jax.runs.inference": CORE + ("swan_jax.data",),
+    "swan_jax.runs.export": CORE + ("swan_jax.data", "swan_jax.runs.io",
+                                    "swan_jax.runs.checkpoint", "swan_jax.train"),
 }
 # isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
 PENDING_LAYOUT_CHECKS: frozenset[str] = frozenset()
@@ -120,12 +128,12 @@ def test_the_circle_check_would_catch_the_old_export_circle():
     tree = ast.parse("def export_run():\n    from swan_jax.experiments.predict import "
                      "open_run\n")
     back = {t for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            for t in _targets("swan_jax.export", node)}
+            for t in _targets("swan_jax.runs.export", node)}
     assert back == {"swan_jax.experiments.predict"}
     imports = dict(_imports())
-    assert "swan_jax.export" in imports["swan_jax.experiments.predict"]
-    imports["swan_jax.export"] = imports["swan_jax.export"] | back
-    assert ["swan_jax.experiments.predict", "swan_jax.export"] in _circles(imports)
+    assert "swan_jax.runs.export" in imports["swan_jax.experiments.predict"]
+    imports["swan_jax.runs.export"] = imports["swan_jax.runs.export"] | back
+    assert ["swan_jax.experiments.predict", "swan_jax.runs.export"] in _circles(imports)
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))
@@ -143,10 +151,70 @@ def test_the_core_imports_only_the_core():
     assert bad == {}, f"the core imports outside itself (experiments, data, train...): {bad}"
 
 
+# The package root holds the core and its public face (`__init__`), nothing else (issue 40):
+# run files live in `swan_jax.runs`, commands in `swan_jax.experiments`.
+MAX_ROOT_MODULES = 12
+
+
+def _root_problems(names: list[str]) -> list[str]:
+    outside = [f"not core: swan_jax/{n}.py" for n in names if f"swan_jax.{n}" not in CORE]
+    count = [f"{len(names)} modules in the root, at most {MAX_ROOT_MODULES}"]
+    return outside + (count if len(names) > MAX_ROOT_MODULES else [])
+
+
+def test_the_package_root_holds_the_core_only():
+    names = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert _root_problems(names) == []
+    # ... and would say so of a run file or a thirteenth module
+    assert _root_problems([*names, "checkpoint"]) == ["not core: swan_jax/checkpoint.py"]
+    assert _root_problems(["config"] * 13) == ["13 modules in the root, at most 12"]
+
+
 def test_the_package_root_is_the_core_and_analysis():
     outside = sorted(t for t in _imports()["swan_jax"]
                      if not _within(t, CORE + ("swan_jax.analysis",)))
     assert outside == [], f"swan_jax/__init__.py imports beyond the core: {outside}"
+
+
+# Where `import swan_jax...` is written outside the package (the tests may open private
+# modules: they test them).
+OUTSIDE = ("benchmarks", "reproduce", "experiments", "notebooks")
+
+
+def _private_owner(target: str) -> str | None:
+    """`swan_jax.train._loop` -> `swan_jax.train` (the package whose private module it is);
+    None for a public module."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def _private_imports(name: str, tree: ast.Module) -> list[str]:
+    """The private swan_jax modules `name`'s imports open outside their own package."""
+    return sorted({t for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)
+                   and (name.startswith("swan_jax") or not getattr(node, "level", 0))
+                   for t in _targets(name, node)
+                   if (owner := _private_owner(t)) and not _within(name, (owner,))})
+
+
+def test_nothing_outside_a_package_imports_its_private_modules():
+    """A package's `_modules` are reached through its `__init__`'s names (`swan_jax.train`
+    re-exports what the experiments and benchmarks use), never from another package."""
+    found = {name: _private_imports(name, tree) for name, tree in _modules().items()}
+    for folder in OUTSIDE:
+        for path in sorted((PACKAGE.parent / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+            found[name] = _private_imports(name, ast.parse(path.read_text(), str(path)))
+    found = {name: targets for name, targets in found.items() if targets}
+    assert found == {}, f"private modules imported from outside their package: {found}"
+    # ... and would catch the benchmarks' imports before issue 40
+    old = ast.parse("from swan_jax.train import TrainConfig, _loop\n"
+                    "from swan_jax.train._fused import can_fuse\n")
+    assert _private_imports("benchmarks.epoch_anatomy", old) == [
+        "swan_jax.train._fused", "swan_jax.train._loop"]
+    assert _private_imports("swan_jax.train._loop", old) == []
 
 
 def _absolute_imports(tree: ast.Module) -> set[str]:

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from swan_jax.compiles import CompileCounter
-from swan_jax.export import best_run
-from swan_jax.inference import predict
+from swan_jax.runs.export import best_run
+from swan_jax.runs.inference import predict
 from swan_jax.train import RUN_FILE, Metric, TrainConfig, get_metric, train
 from tests.test_trackers_and_optimizers import NodeDense, model_fn, tiny
 from tests.train_script import line_swap_dataset, splits

@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 import swan_jax as sj
-from swan_jax import nnx as swan_nnx
+from swan_jax.models import nnx as swan_nnx
 
 
 def _graph() -> jraph.GraphsTuple:

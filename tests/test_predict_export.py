@@ -16,7 +16,7 @@ import pytest
 
 from swan_jax.data import GraphDataset
 from swan_jax.experiments import predict as predict_cli
-from swan_jax.export import (
+from swan_jax.runs.export import (
     ExportError,
     build_model,
     describe_models,
@@ -24,7 +24,7 @@ from swan_jax.export import (
     load_model,
     model_spec,
 )
-from swan_jax.inference import predict
+from swan_jax.runs.inference import predict
 from swan_jax.train import TrainConfig, train
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
 
@@ -84,8 +84,8 @@ def test_export_opens_with_swan_jax_alone_and_predicts_the_same(toy_run):
     spec = json.loads((path / "model.json").read_text())
     assert spec["task_level"] == "node" and spec["model"]["module"] == "swan_jax.models.Model"
     # A fresh interpreter that imports no experiment module opens the export.
-    code = ("import sys, numpy as np; from swan_jax.export import load_model; "
-            "from swan_jax.inference import predict; from swan_jax.data import GraphDataset; "
+    code = ("import sys, numpy as np; from swan_jax.runs.export import load_model; "
+            "from swan_jax.runs.inference import predict; from swan_jax.data import GraphDataset; "
             f"m = load_model({str(path)!r}); d = GraphDataset.read({str(tmp / 'test.npz')!r}); "
             "np.save(sys.argv[1], predict(m.model, m.variables, d, level=m.task_level)); "
             "bad = [k for k in sys.modules if k.startswith('swan_jax.experiments')]; "

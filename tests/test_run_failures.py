@@ -63,7 +63,7 @@ def test_an_output_folder_without_write_permission_is_refused_before_anything_ru
     """Root writes anywhere, so the permission (`os.access`) says no for this folder."""
     import os
 
-    from swan_jax import io
+    from swan_jax.runs import io
 
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -44,6 +44,22 @@ def test_batches_have_one_shape_cover_every_graph_once_and_mask_padding():
     assert sorted(seen) == sorted(data.node_targets[:, 0].tolist())
 
 
+def test_open_program_is_train_before_its_epochs():
+    """`train.open_program` (what benchmarks/epoch_anatomy.py times part by part) sets up
+    what `train` does: its pipeline's first epoch gives `train`'s first-epoch losses."""
+    from swan_jax.train import open_program
+
+    data = splits(line_swap_dataset(num_graphs=16))
+    cfg = TrainConfig(epochs=1, batch_size=4, seeds=(0, 1), progress=False, track_test=False)
+    prog, state = open_program(model_fn, data, cfg, GRID)
+    assert state.num_runs == 4 and set(prog.data) == {"train", "val", "test"}
+    _, losses = prog.pipeline.train_epoch(state, prog.hp, 0, lambda n: None)
+    assert np.asarray(losses).shape == (prog.pipeline.steps(0), 4)
+    result = train(model_fn, data, cfg, GRID)
+    np.testing.assert_allclose(np.mean(losses, axis=0), result.history[0]["train_loss"],
+                               rtol=1e-6)
+
+
 def test_weighted_cross_entropy_matches_lrgb_formula():
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(7, 3)).astype(np.float32)
@@ -188,7 +204,7 @@ def _rewrite_fingerprint(epoch_folder: Path, value: str) -> None:
 def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     """Folders saved while `shard_runs` was in the identity resume, and are saved anew
     under today's fingerprint; any other fingerprint is still refused."""
-    from swan_jax.checkpoint import CheckpointStore
+    from swan_jax.runs.checkpoint import CheckpointStore
     from swan_jax.train._folder import RUN_FILE, fingerprint
 
     data = splits(line_swap_dataset())

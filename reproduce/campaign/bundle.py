@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 META = "__meta__"
 RESULTS = "results.json"
@@ -249,7 +249,7 @@ def restore_bundle(path: str | Path, work: str | Path) -> dict[str, Any]:
 
     An existing checkpoint at or after the bundle's epoch wins (this machine is ahead).
     """
-    from swan_jax.checkpoint import CheckpointStore
+    from swan_jax.runs.checkpoint import CheckpointStore
 
     work, path = Path(work), Path(path)
     meta = read_meta(path)

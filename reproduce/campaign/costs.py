@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 COSTS_FILE = "costs.json"
 PACKING_FILE = "packing.json"  # runs per program that fit, by program and memory budget

@@ -22,7 +22,7 @@ from typing import Any
 
 from reproduce.campaign.plan import Entry
 from reproduce.campaign.runner import cell_config
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 # Configuration fields that choose cells (role "select"): unioned when cells merge.
 SELECTORS = ("topologies", "distances", "models", "tasks", "labels", "datasets", "variants",

@@ -36,7 +36,7 @@ from reproduce.campaign.runner import (
     Deadline,
     run_cell,
 )
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 STATE_FILE = "state.json"
 

@@ -40,7 +40,7 @@ from reproduce.campaign.bundle import BundleError, copy_bundle, remove_bundle
 from reproduce.campaign.costs import merge_costs, merge_packing
 from reproduce.campaign.plan import Entry, load_plan
 from reproduce.campaign.runner import cell_config
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 STATE = ("campaign", "state.json")
 

@@ -177,7 +177,7 @@ def packing_cache(path: Path | None):
     it grew (None: a dict kept by no one)."""
     import json
 
-    from swan_jax.io import write_text_atomic
+    from swan_jax.runs.io import write_text_atomic
 
     known = json.loads(path.read_text()) if path is not None and path.exists() else {}
     cache = dict(known)

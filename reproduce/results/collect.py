@@ -32,7 +32,7 @@ from reproduce.results.store import (
     current_records,
     read_json,
 )
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 HISTORY_EXPERIMENTS = ("lrgb",)  # experiments whose curves RESULTS.md draws ("auto")
 HISTORY_CHOICES = ("auto", "all", "none")

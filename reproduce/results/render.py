@@ -26,7 +26,7 @@ from reproduce.results.store import (
     load_runs,
 )
 from swan_jax.experiments.transfer import authors_figure3
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 NODE_CLASSIFICATION = ("node_classification", "node-classification", "nodeclass",
                        "tolokers", "heterophily")

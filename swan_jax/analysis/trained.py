@@ -50,7 +50,7 @@ def encoded_input(model: Model, variables: Mapping[str, Any], graph: jraph.Graph
 def load_checkpoint_params(
     directory: str | Path, run: int = 0, key: str = "best_params", epoch: int | None = None
 ) -> Any:
-    """Flax variables of one run from a `swan_jax.checkpoint.CheckpointStore` directory.
+    """Flax variables of one run from a `swan_jax.runs.checkpoint.CheckpointStore` directory.
 
     The store holds `{"params", "opt_state", "best_params"}` stacked over the runs of a
     vmapped training (leading axis `[runs]`); this restores without a template and takes

@@ -15,6 +15,8 @@
 - `report`: the table beside the paper, the default figure, the training curves
   (`plot_curves`); `curves` is their command (`swan-curves`), `results` a results
   folder's summary (`swan-results`).
+- `gpu_check`: `make gpu-check` (`python -m swan_jax.experiments.gpu_check`), a short
+  training that says whether the GPU is used.
 - `lrgb`, `transfer`, `graphprop`, `node_classification`: the experiments, each a short
   module plus a TOML file in `configs/`; run them as `python -m swan_jax.experiments.<name>`
   or `swan-<name>` (`swan-node-classification`).

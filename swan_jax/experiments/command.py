@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from swan_jax.checkpoint import CheckpointError
 from swan_jax.config import VARIANTS
 from swan_jax.experiments import cluster, flags, signals
 from swan_jax.experiments.config import (
@@ -40,7 +39,8 @@ from swan_jax.experiments.config import (
 from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
-from swan_jax.io import OutputPathError, OutputWriteError, failure_reason
+from swan_jax.runs.checkpoint import CheckpointError
+from swan_jax.runs.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import HintedError, SettingError
 from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
 from swan_jax.train import CheckpointConflict, StepTooLarge, TrainingInterrupted

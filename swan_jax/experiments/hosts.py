@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import jax
 
-from swan_jax.train._run_mesh import RunsDoNotDivide, check_divides, writes_files
+from swan_jax.train import RunsDoNotDivide, check_divides, writes_files
 
 __all__ = ["RunsDoNotDivide", "check_runs", "join", "only_on_first", "writes_files",
            "wait_for_all"]

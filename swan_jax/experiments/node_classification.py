@@ -40,8 +40,7 @@ from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
 from swan_jax.models import LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
 from swan_jax.settings import setting
-from swan_jax.train import NodeSplit
-from swan_jax.train._splits import SPLIT_AXIS
+from swan_jax.train import SPLIT_AXIS, NodeSplit
 
 MODELS: tuple[str, ...] = ("gcn", "swan", "swan-learn")  # run by default
 # GraphGPS (`swan_jax.gps`), on request (`--models gps`): attention over the whole graph,

@@ -3,8 +3,8 @@
     swan-predict RUN_FOLDER --data graphs.npz --out predictions.npz [--run N]
 
 RUN_FOLDER is a program folder (`run.json` beside its checkpoints: any experiment's, or a
-`train()` call given `describe=swan_jax.export.describe_models(model_fn, grid)`) or an
-export folder (`export_run` here; `swan_jax.export.export_run` for a `train()` folder).
+`train()` call given `describe=swan_jax.runs.export.describe_models(model_fn, grid)`) or an
+export folder (`export_run` here; `swan_jax.runs.export.export_run` for a `train()` folder).
 `--data` is a data set saved with `GraphDataset.save` (e.g.
 `GraphDataset.from_graphs(my_graphs).save("graphs.npz")`).
 The output holds `predictions` (`[sum n_node, T]` or `[G, T]`), `n_node` `[G]`, `level`
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from swan_jax import export
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.export import SPEC_FILE, OpenedRun, best_run, load_model
+from swan_jax.runs import export
+from swan_jax.runs.export import SPEC_FILE, OpenedRun, best_run, load_model
 from swan_jax.train import RUN_FILE
 
-# `OpenedRun` and `best_run` live in swan_jax.export (the core opens described runs); here
+# `OpenedRun` and `best_run` live in swan_jax.runs.export (the core opens described runs); here
 # for the callers that found them in this module.
 __all__ = ["OpenedRun", "best_run", "export_run", "main", "open_model", "open_run",
            "predict_run"]
@@ -41,7 +41,7 @@ def _rebuild(folder: Path, run: int):
 
 def open_run(folder: str | Path, run: int | None = None) -> OpenedRun:
     """Run `run` (default: `best_run`) of any program folder, with its best parameters:
-    `swan_jax.export.open_run` with the experiments' rebuild for a sweep's folder."""
+    `swan_jax.runs.export.open_run` with the experiments' rebuild for a sweep's folder."""
     return export.open_run(folder, run, rebuild=_rebuild)
 
 
@@ -64,7 +64,7 @@ def open_model(path: str | Path, run: int | None = None) -> OpenedRun:
 def predict_run(folder: str | Path, data: GraphDataset, *, run: int | None = None,
                 batch_size: int = 32) -> tuple[np.ndarray, OpenedRun]:
     """Predictions of a run (or export) for every graph of `data`, and what was opened."""
-    from swan_jax.inference import predict
+    from swan_jax.runs.inference import predict
 
     opened = open_model(folder, run)
     predictions = predict(opened.model, opened.variables, data, level=opened.task_level,

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from swan_jax.io import save_json_atomic
-from swan_jax.train._run_mesh import writes_files
+from swan_jax.runs.io import save_json_atomic
+from swan_jax.train import writes_files
 
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict[str, Any]:

@@ -11,9 +11,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from swan_jax.checkpoint import load_run_variables
 from swan_jax.config import concrete_hparams
 from swan_jax.experiments.config import from_dict
+from swan_jax.runs.checkpoint import load_run_variables
 from swan_jax.train import RUN_FILE, read_run_file
 
 

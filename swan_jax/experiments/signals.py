@@ -10,7 +10,7 @@ handler even while the main thread is stuck), that ends the process with the cal
 message when that handler has not run within `grace` seconds. Ending it then is as safe
 as SIGKILL, which the checkpoints survive: each is written to a temporary folder and
 renamed when complete. While a checkpoint or the final scores are written
-(`swan_jax.interrupts.held`) the signal waits for them, and so does the watchdog.
+(`swan_jax.runs.interrupts.held`) the signal waits for them, and so does the watchdog.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 
-from swan_jax import interrupts
+from swan_jax.runs import interrupts
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 

@@ -38,12 +38,20 @@ from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
-from swan_jax.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.models import parameters_only
 from swan_jax.pytrees import tree_size
-from swan_jax.train import ModelFn, TrainConfig, TrainResult, metric_mode, train
-from swan_jax.train._progress import duration, interactive
-from swan_jax.train._splits import NodeSplit, Split
+from swan_jax.runs.io import check_output_dir, save_json_atomic, write_text_atomic
+from swan_jax.train import (
+    ModelFn,
+    NodeSplit,
+    Split,
+    TrainConfig,
+    TrainResult,
+    duration,
+    interactive,
+    metric_mode,
+    train,
+)
 
 Cell = dict[str, Any]
 

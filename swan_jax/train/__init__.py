@@ -33,7 +33,9 @@ Where things are (private modules, this is the public face):
 - `_memory`, `_progress`, `_placement`: the memory check, progress bars or plain
   per-epoch lines, devices.
 - `_trackers`: per-epoch `history.csv` and TensorBoard event files (`trackers`).
-- `_loop`: `train`, in named parts.
+- `_loop`: `train`, in named parts; `open_program`, its set-up without the epochs.
+- `_run_mesh`: the runs split over every device (`shard_runs`); `writes_files`,
+  `check_divides`, `RunsDoNotDivide` for a sweep across processes.
 """
 
 from swan_jax.pytrees import tree_size as count_params
@@ -55,19 +57,27 @@ from swan_jax.train._folder import (
     read_history,
     read_run_file,
 )
-from swan_jax.train._loop import step_memory, train
+from swan_jax.train._fused import MIN_FUSED_EPOCHS, can_fuse
+from swan_jax.train._loop import open_program, step_memory, train
 from swan_jax.train._memory import StepTooLarge, free_memory_bytes
 from swan_jax.train._metric import Metric
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
-from swan_jax.train._splits import NodeSplit
+from swan_jax.train._pipeline import MAX_CHUNK
+from swan_jax.train._progress import duration, interactive
+from swan_jax.train._run_mesh import RunsDoNotDivide, check_divides, writes_files
+from swan_jax.train._splits import SPLIT_AXIS, NodeSplit, Split
 from swan_jax.train._state import RunState, init_runs, select_runs
 from swan_jax.train._step import make_train_step
 
 __all__ = [
-    "HISTORY_FILE", "METRICS", "OPTIMIZERS", "RUN_FILE", "SCHEDULES", "TASK_LEVELS",
-    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunState", "StepTooLarge",
-    "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "count_params",
-    "free_memory_bytes", "get_metric", "init_runs", "make_train_step", "make_tx",
-    "metric_mode", "read_history", "read_run_file", "schedule_scale", "select_runs",
-    "stack_hparams", "step_memory", "train",
+    "HISTORY_FILE", "MAX_CHUNK", "METRICS", "MIN_FUSED_EPOCHS", "OPTIMIZERS", "RUN_FILE",
+    "SCHEDULES", "SPLIT_AXIS", "TASK_LEVELS",
+    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunState", "RunsDoNotDivide",
+    "Split", "StepTooLarge",
+    "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "can_fuse",
+    "check_divides", "count_params", "duration",
+    "free_memory_bytes", "get_metric", "init_runs", "interactive", "make_train_step",
+    "make_tx", "metric_mode", "open_program", "read_history", "read_run_file",
+    "schedule_scale", "select_runs", "stack_hparams", "step_memory", "train",
+    "writes_files",
 ]

@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from swan_jax.io import json_default, write_text_atomic
+from swan_jax.runs.io import json_default, write_text_atomic
 from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import TrainConfig
 from swan_jax.train._run_mesh import writes_files
@@ -76,7 +76,7 @@ class ProgramFolder:
         self.writes = self.path is not None and writes_files()
         self.store = None
         if self.path is not None and cfg.save_checkpoints:
-            from swan_jax.checkpoint import CheckpointStore
+            from swan_jax.runs.checkpoint import CheckpointStore
 
             self.store = CheckpointStore(self.path)
 

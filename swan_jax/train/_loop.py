@@ -24,8 +24,8 @@ import numpy as np
 import optax
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
-from swan_jax.interrupts import held
 from swan_jax.pytrees import tree_bytes, tree_size
+from swan_jax.runs.interrupts import held
 from swan_jax.settings import SettingError
 from swan_jax.solvers import SolverError, clear_errors
 from swan_jax.train import _memory
@@ -218,6 +218,18 @@ def step_memory(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig
     init, init_args = init_program(prog.model_fn, cfg, prog.example.graph, seeds, prog.hp)
     step_batch = next(prog.place.batches(prog.data["train"], prog.batch_size, prog.budget))
     return _step_estimate(prog, jax.eval_shape(init, *init_args)), tree_bytes(step_batch)
+
+
+def open_program(model_fn: ModelFn, splits: Mapping[str, Split], cfg: TrainConfig,
+                 grid: Sequence[Hyper] = ({},)) -> tuple[_Program, RunState]:
+    """What `train(model_fn, splits, cfg, grid)` sets up before its first epoch, without
+    the epochs: the program (its `pipeline`, whose `train_epoch(state, hp, epoch,
+    on_steps)` and `evaluate(params, hp, split)` are an epoch's parts; `data`, `hp`,
+    `batch_size`, `budget`) and every run's initial state. For timing the parts alone
+    (`benchmarks/epoch_anatomy.py`); nothing is saved."""
+    prog = _Program(model_fn, splits, cfg, grid)
+    state, _ = _initial_state(prog)
+    return prog, state
 
 
 class _Reads(Mapping):

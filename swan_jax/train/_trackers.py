@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from swan_jax.io import write_text_atomic
+from swan_jax.runs.io import write_text_atomic
 
 TRACKERS = ("csv", "tensorboard")
 CSV_FILE = "history.csv"

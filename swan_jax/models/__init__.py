@@ -6,6 +6,9 @@ A model is `encoder -> processor -> readout` over a padded, batched
 seeds in one program. The baselines read the graph through the protocol of
 `swan_jax.graph` (`as_operator`): on a `PreparedGraph` they aggregate with the same
 gather-only slot kernels as SWAN (`swan_jax.graph.slots`), so comparisons stay fair.
+
+Beside them, `nnx`: the same SWAN block as a `flax.nnx` module (`models.nnx.SWANBlock`),
+imported on its own (`from swan_jax.models import nnx`), so `flax.nnx` loads only then.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Is my GPU used? `make gpu-check` (or `python -m swan_jax.gpu_check`).
+"""Is my GPU used? `make gpu-check` (or `python -m swan_jax.experiments.gpu_check`).
 
 Prints jax's version, backend and devices, then trains SWAN for a few short epochs on toy
 graphs (random graphs, a smoothing target) and reports the time of one training step and
@@ -60,8 +60,8 @@ def timed_training(num_graphs: int, num_nodes: int, hidden: int, epochs: int):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m swan_jax.gpu_check", description=__doc__
-                                .split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m swan_jax.experiments.gpu_check",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--require-gpu", action="store_true",
                    help="exit with status 1 when the training did not run on a GPU")
     p.add_argument("--graphs", type=int, default=400, help="toy graphs (default 400)")

@@ -17,8 +17,8 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from swan_jax.interrupts import held
-from swan_jax.io import RESUME, OutputWriteError, failure_reason
+from swan_jax.runs.interrupts import held
+from swan_jax.runs.io import RESUME, OutputWriteError, failure_reason
 from swan_jax.settings import HINT, Hint, HintedError
 
 # What a checkpoint fault suggests, by setting (a command line spells them as its flags).

@@ -173,7 +173,7 @@ def save_model(path: str | Path, model: nn.Module, variables: Any, *, task_level
 class LoadedModel:
     """What `load_model` returns: the module, its variables and the export's facts.
 
-    `model.apply(variables, graph)` predicts; `swan_jax.inference.predict(loaded.model,
+    `model.apply(variables, graph)` predicts; `swan_jax.runs.inference.predict(loaded.model,
     loaded.variables, dataset, level=loaded.task_level)` does it over a whole data set.
     """
 
@@ -190,7 +190,7 @@ def load_model(path: str | Path) -> LoadedModel:
     for needed in (spec_file, params_file):
         if not needed.is_file():
             raise FileNotFoundError(f"{path} is not a swan-jax export: {needed.name} is "
-                                    f"missing (write one with swan_jax.export.export_run)")
+                                    f"missing (write one with swan_jax.runs.export.export_run)")
     payload = json.loads(spec_file.read_text())
     if payload.get("format") != SPEC_FORMAT:
         raise ExportError(f"{spec_file} has format {payload.get('format')!r}; this swan-jax "
@@ -252,7 +252,7 @@ def open_run(folder: str | Path, run: int | None = None, *,
     (folder, run) -> (module, variables) rebuilds it (`swan_jax.experiments.predict.
     open_run` passes the experiment's), which this layer does not import.
     """
-    from swan_jax.checkpoint import load_run_variables
+    from swan_jax.runs.checkpoint import load_run_variables
     from swan_jax.train import RUN_FILE, read_run_file
 
     folder = Path(folder)
@@ -262,7 +262,7 @@ def open_run(folder: str | Path, run: int | None = None, *,
     described = info.get("description", {})
     if "experiment" not in described and "models" not in described:
         raise ValueError(f"{path} does not say how to build its model: train it with "
-                         f"describe=swan_jax.export.describe_models(model_fn, grid)")
+                         f"describe=swan_jax.runs.export.describe_models(model_fn, grid)")
     run = best_run(folder) if run is None else run
     if not 0 <= run < len(info["runs"]):
         raise IndexError(f"run {run} is out of range: {folder} holds runs "

@@ -7,7 +7,8 @@ same ODE block: the raw `swan_jax.init_params` pytree (`W, V, Z, b`, plus the ed
 `SWANBlock.from_linen(linen_block, variables)` copies a linen block's parameters in, and
 `to_linen_variables(block)` gives them back as a linen variable dict.
 
-    block = swan_jax.nnx.SWANBlock(64, swan_jax.SWANConfig(num_layers=5), rngs=nnx.Rngs(0))
+    block = swan_jax.models.nnx.SWANBlock(64, swan_jax.SWANConfig(num_layers=5),
+                                          rngs=nnx.Rngs(0))
     x1 = block(graph, x0)  # [N, 64] -> [N, 64]
 """
 
