@@ -171,3 +171,18 @@ def test_every_experiment_builds_the_swan_config_of_its_grid_point():
         assert model.processor.cfg == sj.SWANConfig(
             variant=program.cell[key], **_of(point, "adjacency", "num_layers", *numbers))
         assert (point["num_layers"], point["adjacency"]) == (3, "adj")
+
+
+def test_the_integrators_defaults_are_written_once():
+    """`solve`'s keywords and both blocks' settings default to `IntegratorConfig()`'s."""
+    import inspect
+
+    from swan_jax import nnx as swan_nnx
+
+    defaults = sj.IntegratorConfig().options()
+    keywords = inspect.signature(sj.solve).parameters
+    assert {k: keywords[k].default for k in defaults} == defaults
+    block = sj.SWANBlock(sj.SWANConfig())
+    assert {k: getattr(block, k) for k in defaults} == defaults
+    nnx_keywords = inspect.signature(swan_nnx.SWANBlock.__init__).parameters
+    assert {k: nnx_keywords[k].default for k in defaults} == defaults
