@@ -1,18 +1,23 @@
 """Configuration of the SWAN vector field (docs/conventions.md, "The vector field").
 
-`SWANConfig` is a JAX pytree: the numeric hyper-parameters `beta`, `gamma` and
-`epsilon` are leaves, so one compiled program can serve (and `jax.vmap` can batch)
-configurations that differ only in those values; everything that changes shapes or
-code paths (`variant`, `num_layers`, `activation`, weight sharing) is static metadata.
-`adjacency` is static as a name ("sym", "adj") and a leaf as its code
-(`ADJACENCY_CODES`): the two differ only in the values of `A_hat`, so one program can
-train both (`traced_value` turns a grid's names into codes).
+`SWANConfig` is a JAX pytree. Its settings declared `traced` (`setting(..., traced=True)`:
+`beta`, `gamma`, `epsilon`, `adjacency`) are leaves, so one compiled program can serve
+(and `jax.vmap` can batch) configurations that differ only in those values; everything
+that changes shapes or code paths (`variant`, `num_layers`, `activation`, weight
+sharing) is static metadata. A traced choice (`adjacency`) is static as a name ("sym",
+"adj") and a leaf as its code (the declaration's `codes`, `ADJACENCY_CODES`): the two
+differ only in the values of `A_hat`, so one program can train both.
+
+A grid point becomes a configuration in one place, `SWANConfig.from_point(point,
+**fixed)`: the point's SWAN settings (names, numbers or a run's traced numbers) and the
+settings its caller fixes. A new setting is its declaration here and its use in
+`swan_jax.field`: the checks, the pytree, the grid axes and the bridge read the
+declarations.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +25,13 @@ import jax
 import numpy as np
 
 from swan_jax.graph.protocol import ADJACENCIES
-from swan_jax.settings import setting
+from swan_jax.settings import (
+    check_keywords,
+    field_settings,
+    grid_source,
+    setting,
+    traced_value,
+)
 
 VARIANTS: tuple[str, ...] = (
     "swan",
@@ -30,10 +41,6 @@ VARIANTS: tuple[str, ...] = (
     "swan-beta0",
     "adgn",
 )
-# The adjacency as a number a traced hyper-parameter can carry (`graph.adjacency_hat`).
-ADJACENCY_CODES: dict[str, float] = {"sym": 1.0, "adj": 0.0}
-# Choices whose grid values train in one program, by their codes (`traced_value`).
-TRACED_CHOICES: dict[str, dict[str, float]] = {"adjacency": ADJACENCY_CODES}
 ACTIVATIONS: tuple[str, ...] = ("tanh", "relu", "sigmoid", "gelu", "identity")
 
 # Which of the variants learn their operators from the encoded input (Appendix A.2).
@@ -44,29 +51,11 @@ PLAIN_PHI_VARIANTS: frozenset[str] = frozenset({"swan-ne", "swan-learn-ne", "adg
 NO_PSI_VARIANTS: frozenset[str] = frozenset({"swan-beta0", "adgn"})
 
 
-def _is_concrete_number(value: Any) -> bool:
-    if isinstance(value, numbers.Number):
-        return True
-    return isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0
-
-
-def traced_value(name: str, value: Any) -> float:
-    """A grid value as the number its traced hyper-parameter carries: a number as it is,
-    a name of `TRACED_CHOICES` as its code (`adjacency`: sym 1, adj 0)."""
-    if not isinstance(value, str):
-        return float(value)
-    codes = TRACED_CHOICES.get(name)
-    if codes is None or value not in codes:
-        valid = f"one of {', '.join(codes)}" if codes else "a number"
-        raise ValueError(f"grid value {name}={value!r} cannot be traced: it must be {valid}")
-    return codes[value]
-
-
 def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
     """One grid point as `model_fn`'s `hp` outside a traced program (building a model to
-    describe, count, export or predict with): numbers as float32 scalars, a choice of
-    `TRACED_CHOICES` by its name, so the model holds the named (static) choice, whose
-    values the traced code selects bit for bit."""
+    describe, count, export or predict with): numbers as float32 scalars, a traced
+    choice by its name, so the model holds the named (static) choice, whose values the
+    traced code selects bit for bit."""
     out = {}
     for name, value in point.items():
         if isinstance(value, str):
@@ -77,12 +66,7 @@ def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_choice(field: str, value: str, valid: tuple[str, ...], plural: str = "") -> None:
-    if value not in valid:
-        plural = plural or f"{field}s"
-        raise ValueError(f"unknown {field} {value!r}; valid {plural}: {', '.join(valid)}")
-
-
+@grid_source  # its grid axes are any grid's: `train` checks them without importing it
 @dataclasses.dataclass(frozen=True)
 class SWANConfig:
     """Hyper-parameters of one SWAN ODE block.
@@ -101,14 +85,21 @@ class SWANConfig:
       weight_sharing: one `W, V, Z, b` for every step (default); if False the
         parameters carry a leading axis of length `num_layers`.
       edge_activation: sigma inside the edge MLP of the `-learn` variants.
+
+    Each is declared with `setting(...)`: its range or choices (checked on construction,
+    `settings.check_keywords`), whether it is a grid axis and whether a grid may trace
+    it (`traced`: a pytree leaf, one program for every value).
     """
 
     variant: str = setting("swan", choices=VARIANTS, help="SWAN variant")
-    adjacency: str | float = setting("sym", choices=ADJACENCIES, grid=True,
-                               help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
-    beta: float = setting(1.0, grid=True, help="weight of the space-antisymmetric term Psi")
-    gamma: float = setting(0.1, grid=True, help="stabilising shift: W - W^T - gamma I")
-    epsilon: float = setting(0.1, low=0, low_open=True, grid=True,
+    adjacency: str | float = setting("sym", choices=ADJACENCIES, codes=(1.0, 0.0),
+                                     grid=True, traced=True,
+                                     help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
+    beta: float = setting(1.0, grid=True, traced=True,
+                          help="weight of the space-antisymmetric term Psi")
+    gamma: float = setting(0.1, grid=True, traced=True,
+                           help="stabilising shift: W - W^T - gamma I")
+    epsilon: float = setting(0.1, low=0, low_open=True, grid=True, traced=True,
                              help="step size (t1 = num_layers * epsilon)")
     num_layers: int = setting(5, low=1, grid=True, flag="--layers",
                               help="Euler steps (the paper's layers)")
@@ -118,25 +109,31 @@ class SWANConfig:
                                    help="sigma inside the edge MLP of the -learn variants")
 
     def __post_init__(self) -> None:
-        _check_choice("variant", self.variant, VARIANTS)
-        if isinstance(self.adjacency, str):
-            _check_choice("adjacency", self.adjacency, ADJACENCIES, "adjacencies")
-        elif not (_is_concrete_number(self.adjacency) or isinstance(self.adjacency, jax.Array)):
-            raise ValueError(f"adjacency must be one of {', '.join(ADJACENCIES)} or its code "
-                             f"(1 sym, 0 adj), got {self.adjacency!r}")
-        elif _is_concrete_number(self.adjacency) and float(self.adjacency) not in (0.0, 1.0):
-            raise ValueError(f"an adjacency code must be 1 (sym) or 0 (adj), got "
-                             f"{self.adjacency!r}")
-        _check_choice("activation", self.activation, ACTIVATIONS)
-        _check_choice("edge activation", self.edge_activation, ACTIVATIONS)
-        if not isinstance(self.num_layers, numbers.Integral) or self.num_layers < 1:
-            raise ValueError(f"num_layers must be an integer >= 1, got {self.num_layers!r}")
-        if _is_concrete_number(self.epsilon) and not float(self.epsilon) > 0:
-            raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
-        for name in ("beta", "gamma", "epsilon"):
-            value = getattr(self, name)
-            if _is_concrete_number(value) and not np.isfinite(float(value)):
-                raise ValueError(f"{name} must be finite, got {value!r}")
+        check_keywords(self)
+
+    @classmethod
+    def from_point(cls, point: Mapping[str, Any], **fixed: Any) -> SWANConfig:
+        """The configuration at one grid point: the point's values of the settings
+        declared here, then `fixed`, the settings its caller decides (`variant`,
+        `num_layers`, ...).
+
+        `point` is a grid point, as `train` gives it to `model_fn` (`hp`: a vmapped run's
+        traced numbers) and with a program's static values beside (a `ChainMap`); its
+        other keys (`learning_rate`, `hidden`, ...) are not read. A traced choice is
+        taken as it comes: its name (a static program) or its code (a traced one).
+
+            SWANConfig.from_point({"epsilon": 0.5, "adjacency": "sym", "hidden": 64},
+                                  variant="swan-learn", num_layers=4)
+
+        Raises: `ValueError` for a setting given both ways; a bad value as the
+        constructor does.
+        """
+        taken = {name: point[name] for name in FIELDS if name in point}
+        twice = sorted(set(taken) & set(fixed))
+        if twice:
+            raise ValueError(f"{twice[0]} is given twice: by the grid point and by the "
+                             f"caller; leave it out of one")
+        return cls(**taken, **fixed)
 
     @property
     def learned_operators(self) -> bool:
@@ -159,29 +156,34 @@ class SWANConfig:
         return dataclasses.replace(self, **changes)
 
 
-_NUMERIC_FIELDS = ("beta", "gamma", "epsilon")
-_STATIC_FIELDS = tuple(
-    f.name for f in dataclasses.fields(SWANConfig) if f.name not in _NUMERIC_FIELDS
-)
-_TRACED = "<traced>"  # the static slot of an adjacency given as a code (a leaf)
+# Read from the declarations above: name -> Setting, in declaration order.
+FIELDS = {name: spec for name, (_, _, spec) in field_settings(SWANConfig).items()}
+# The settings a grid may trace (leaves of the pytree): the grid axes of one program.
+TRACED_FIELDS: tuple[str, ...] = tuple(n for n, spec in FIELDS.items() if spec.traced)
+ADJACENCY_CODES: dict[str, float] = dict(zip(ADJACENCIES, FIELDS["adjacency"].codes or (),
+                                             strict=True))
+# Leaves always (numbers), and leaves when given as codes (traced choices, else names).
+_NUMBERS = tuple(n for n in TRACED_FIELDS if FIELDS[n].codes is None)
+_CHOICES = tuple(n for n in TRACED_FIELDS if FIELDS[n].codes is not None)
+_NAMES = tuple(f.name for f in dataclasses.fields(SWANConfig))
 
 
 def _flatten(cfg: SWANConfig):
-    coded = not isinstance(cfg.adjacency, str)
-    children = tuple(getattr(cfg, name) for name in _NUMERIC_FIELDS)
-    aux = tuple(_TRACED if coded and name == "adjacency" else getattr(cfg, name)
-                for name in _STATIC_FIELDS)
-    return children + ((cfg.adjacency,) if coded else ()), aux
+    coded = tuple(n for n in _CHOICES if not isinstance(getattr(cfg, n), str))
+    leaves = _NUMBERS + coded
+    static = tuple(getattr(cfg, n) for n in _NAMES if n not in leaves)
+    return tuple(getattr(cfg, n) for n in leaves), (coded, static)
 
 
 def _unflatten(aux, children) -> SWANConfig:
     # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
+    coded, static = aux
+    leaves = _NUMBERS + coded
     cfg = object.__new__(SWANConfig)
-    for name, value in zip(_NUMERIC_FIELDS, children, strict=False):  # + a coded adjacency
+    for name, value in zip(leaves, children, strict=True):
         object.__setattr__(cfg, name, value)
-    for name, value in zip(_STATIC_FIELDS, aux, strict=True):
-        coded = name == "adjacency" and value == _TRACED
-        object.__setattr__(cfg, name, children[-1] if coded else value)
+    for name, value in zip([n for n in _NAMES if n not in leaves], static, strict=True):
+        object.__setattr__(cfg, name, value)
     return cfg
 
 

@@ -2,14 +2,18 @@
 
 `setting(default, help=..., low=1, ...)` is `dataclasses.field` carrying a `Setting`:
 its help text, its range or choices, whether it can be a grid axis (a list of values,
-one run or program each) and its role (does it decide the numbers, choose what runs,
-say where things go, or is it set by the code that trains). `check(name, value, hint,
-spec)` is the one validation of a value, whatever its source (a TOML scalar, a `[grid]`
-list, a command-line flag, a default); it raises `SettingError`, which carries the
-setting, the value and what is wrong, and names no command-line flag (the command layer
-does that). Any other library error that a setting fixes is a `HintedError`: its `Hint`s
-name the setting and the value that helps (`resume=True`), which a command line spells
-as its flag (`--resume`).
+one run or program each; `traced`: one program for all of them) and its role (does it
+decide the numbers, choose what runs, say where things go, or is it set by the code that
+trains). `check(name, value, hint, spec)` is the one validation of a value, whatever its
+source (a TOML scalar, a `[grid]` list, a command-line flag, a default); it raises
+`SettingError`, which carries the setting, the value and what is wrong, and names no
+command-line flag (the command layer does that). A model's configuration (`SWANConfig`)
+checks its keywords from the same declarations (`check_keywords`: a traced value may be
+a tracer) and declares its grid axes to every grid (`grid_source`): `train` checks a
+grid against them and turns a traced choice's names into their codes (`traced_value`)
+without importing the model. Any other library error that a setting fixes is a
+`HintedError`: its `Hint`s name the setting and the value that helps (`resume=True`),
+which a command line spells as its flag (`--resume`).
 
     @dataclasses.dataclass(frozen=True)
     class Options:
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import numbers
 import types
@@ -30,6 +35,8 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROLES = ("train", "select", "io", "internal", "grid")
 NONE = "none"  # TOML has no null: "none" stands for None
@@ -53,6 +60,11 @@ class Setting:
       flag, aliases: the command-line spelling when it is not `--name-with-dashes`.
       since_default: a setting added after results existed: it enters a program's
         identity only when it differs from its default (old folders keep their names).
+      traced: a grid axis whose values train in ONE compiled program, a traced number
+        per run (a leaf of the configuration's pytree); without it an axis is static
+        (one program per value: it changes shapes or code paths).
+      codes: a traced choice's numbers, one per name of `choices` (`adjacency`: sym 1,
+        adj 0): what a grid's names become in a traced program (`traced_value`).
     """
 
     help: str
@@ -68,10 +80,20 @@ class Setting:
     flag: str | None = None
     aliases: tuple[str, ...] = ()
     since_default: bool = False
+    traced: bool = False
+    codes: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role {self.role!r}; valid: {', '.join(ROLES)}")
+        if self.traced and not self.grid:
+            raise ValueError("a traced setting is a grid axis: declare it grid=True")
+        if self.traced and self.choices is not None and self.codes is None:
+            raise ValueError("a traced choice needs its codes (one number per choice)")
+        if self.codes is not None and not (self.traced and self.choices is not None
+                                           and len(self.codes) == len(self.choices)):
+            raise ValueError("codes are a traced choice's: one number per choice, "
+                             "with traced=True")
 
     def range_text(self) -> str:
         """'> 0', '>= 1', 'in (0, 1)', or '' without a range."""
@@ -395,3 +417,121 @@ def check_fields(obj: Any, names: typing.Iterable[str] | None = None) -> dict[st
         if out is not value and (type(out) is not type(value) or out != value):
             changed[name] = out
     return changed
+
+
+# ------------------------------------------------------- a model's settings as keywords
+
+
+def _concrete_number(value: Any) -> bool:
+    """A number known now (not a traced or batched array)."""
+    if isinstance(value, numbers.Number):
+        return True
+    return isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0
+
+
+def _array(value: Any) -> bool:
+    """An array of any kind: NumPy, JAX, a tracer (a vmapped or jitted value)."""
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _plural(noun: str) -> str:
+    return noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+
+
+def _choice_problem(name: str, value: Any, spec: Setting) -> str | None:
+    noun = name.replace("_", " ")
+    choices = spec.choices or ()
+    if isinstance(value, str) or spec.codes is None:
+        if value in choices:
+            return None
+        return f"unknown {noun} {value!r}; valid {_plural(noun)}: {', '.join(choices)}"
+    pairs = list(zip(choices, spec.codes, strict=True))
+    if _concrete_number(value):
+        if float(value) in spec.codes:
+            return None
+        article = "an" if noun[0] in "aeiou" else "a"
+        return (f"{article} {noun} code must be "
+                f"{' or '.join(f'{code:g} ({n})' for n, code in pairs)}, got {value!r}")
+    if _array(value):
+        return None
+    return (f"{name} must be one of {', '.join(choices)} or its code "
+            f"({', '.join(f'{code:g} {n}' for n, code in pairs)}), got {value!r}")
+
+
+def _keyword_problem(name: str, value: Any, hint: Any, spec: Setting) -> str | None:
+    """What is wrong with `value` as the keyword `name` (None: nothing)."""
+    item = kind_of(hint).item
+    if spec.choices is not None:
+        return _choice_problem(name, value, spec)
+    if item is bool and not isinstance(value, bool | np.bool_):
+        return f"{name} must be true or false, got {value!r}"
+    if item is int and (not isinstance(value, numbers.Integral)
+                        or not spec.in_range(value)):
+        return f"{name} must be an integer {spec.range_text()}, got {value!r}"
+    if item is not float:
+        return None
+    if not _concrete_number(value):
+        return None if spec.traced and _array(value) else (f"{name} must be a number, got "
+                                                           f"{value!r}")
+    if not spec.in_range(float(value)):
+        return f"{name} must be {spec.range_text()}, got {value!r}"
+    if not math.isfinite(float(value)):
+        return f"{name} must be finite, got {value!r}"
+    return None
+
+
+def check_keywords(obj: Any) -> None:
+    """Every declared setting of a model's configuration (`SWANConfig`) checked as a
+    keyword argument, in the library's words: `ValueError("epsilon must be > 0, got
+    0.0")`, `"unknown variant 'x'; valid variants: ..."`. A traced setting may hold an
+    array or a tracer (a vmapped run's value: checked where it is a concrete number); a
+    traced choice its name or its code (`Setting.codes`)."""
+    for name, (_, hint, spec) in field_settings(type(obj)).items():
+        problem = _keyword_problem(name, getattr(obj, name), hint, spec)
+        if problem is not None:
+            raise ValueError(problem)
+
+
+# ------------------------------------------------------------ the declared grid axes
+
+# The configurations whose grid axes any grid may hold (`grid_source`).
+_GRID_SOURCES: list[type] = []
+C = typing.TypeVar("C", bound=type)
+
+
+def grid_source(cls: C) -> C:
+    """Class decorator: `cls`'s grid settings are axes any grid may hold (`SWANConfig`'s
+    `epsilon`, `adjacency`, ...). `swan_jax.train` checks a grid's values against them
+    and traces a choice by its code (`traced_value`) without importing `cls`."""
+    if cls not in _GRID_SOURCES:
+        _GRID_SOURCES.append(cls)
+    return cls
+
+
+@functools.cache
+def _axes_of(sources: tuple[type, ...]) -> dict[str, tuple[Any, Setting]]:
+    return {name: (hint, spec) for cls in sources
+            for name, (_, hint, spec) in field_settings(cls).items() if spec.grid}
+
+
+def grid_axes() -> dict[str, tuple[Any, Setting]]:
+    """name -> (type hint, `Setting`) of every axis the grid sources declare."""
+    return dict(_axes_of(tuple(_GRID_SOURCES)))
+
+
+def coded_choices() -> dict[str, dict[str, float]]:
+    """The traced choices of the grid sources: name -> {choice: code}."""
+    return {name: dict(zip(spec.choices or (), spec.codes, strict=True))
+            for name, (_, spec) in grid_axes().items() if spec.codes is not None}
+
+
+def traced_value(name: str, value: Any) -> float:
+    """A grid value as the number its traced hyper-parameter carries: a number as it is,
+    a name of a traced choice as its code (`adjacency`: sym 1, adj 0)."""
+    if not isinstance(value, str):
+        return float(value)
+    codes = coded_choices().get(name)
+    if codes is None or value not in codes:
+        valid = f"one of {', '.join(codes)}" if codes else "a number"
+        raise ValueError(f"grid value {name}={value!r} cannot be traced: it must be {valid}")
+    return codes[value]

@@ -66,6 +66,43 @@ MAX_UNROLL = 10
 ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's error text
 
 
+@dataclasses.dataclass(frozen=True)
+class IntegratorConfig:
+    """How `solve` integrates, as one frozen object: `SWANBlock(cfg, **integ.options())`,
+    `solve(..., cfg, **integ.options())`. Each field is a declared setting
+    (`swan_jax.settings`); experiments and their command lines read these declarations.
+    """
+
+    solver: str = setting("euler", choices=SOLVERS,
+                          help="integrator: euler takes the paper's num_layers steps; any "
+                               "other solver integrates the same field to t1 = num_layers * "
+                               "epsilon (fixed steps dt = epsilon, or adaptive)")
+    rtol: float = setting(1e-3, low=0, low_open=True,
+                          help="relative tolerance of adaptive solvers")
+    atol: float = setting(1e-6, low=0, low_open=True,
+                          help="absolute tolerance of adaptive solvers")
+    adjoint: str = setting("recursive", choices=ADJOINTS,
+                           help="gradient: recursive (backprop through the steps, "
+                                "checkpointed), backsolve (continuous adjoint) or direct")
+    max_steps: int | None = setting(None, low=1, since_default=True,
+                                    help=f"step budget of adaptive solvers (default "
+                                         f"{DEFAULT_MAX_STEPS}); fixed-step solvers take "
+                                         f"num_layers steps")
+
+    def __post_init__(self) -> None:
+        for name, value in check_fields(self).items():
+            object.__setattr__(self, name, value)
+
+    def options(self) -> dict:
+        """The keyword arguments of `solve` and `SWANBlock` (solver first)."""
+        return dataclasses.asdict(self)
+
+
+# The integrator's defaults, written once (above): `solve`'s keywords and the blocks'
+# fields (`models.SWANBlock`, `nnx.SWANBlock`) take theirs from it.
+DEFAULT_INTEGRATOR = IntegratorConfig()
+
+
 # Implicit solvers (kvaerno3/5) solve each stage with the dense Jacobian of the whole state
 # (`N * d` numbers per run): `[n, n]` floats, built by `n` evaluations of the field and
 # factorised at `n**3 / 3` flops. At 4096 numbers that is 64 MiB and seconds per step on a
@@ -356,13 +393,13 @@ def solve(
     graph: Graph,
     x0: Array,
     cfg: SWANConfig,
-    solver: str | diffrax.AbstractSolver = "euler",
+    solver: str | diffrax.AbstractSolver = DEFAULT_INTEGRATOR.solver,
     *,
-    rtol: float = 1e-3,
-    atol: float = 1e-6,
-    adjoint: str = "recursive",
+    rtol: float = DEFAULT_INTEGRATOR.rtol,
+    atol: float = DEFAULT_INTEGRATOR.atol,
+    adjoint: str = DEFAULT_INTEGRATOR.adjoint,
     adaptive: bool | None = None,
-    max_steps: int | None = None,
+    max_steps: int | None = DEFAULT_INTEGRATOR.max_steps,
     save_trajectory: bool = False,
     check_traced: bool = False,
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
@@ -567,35 +604,3 @@ def _checked(solution: diffrax.Solution, name: str, max_steps: int, implicit_ok:
         ys, solution.result != diffrax.RESULTS.successful,
         _failure(f"solver {name!r} failed to integrate the SWAN field (non-finite state or "
                  f"a failed implicit step)", SMALLER_STEPS, TIGHTEN))
-
-
-@dataclasses.dataclass(frozen=True)
-class IntegratorConfig:
-    """How `solve` integrates, as one frozen object: `SWANBlock(cfg, **integ.options())`,
-    `solve(..., cfg, **integ.options())`. Each field is a declared setting
-    (`swan_jax.settings`); experiments and their command lines read these declarations.
-    """
-
-    solver: str = setting("euler", choices=SOLVERS,
-                          help="integrator: euler takes the paper's num_layers steps; any "
-                               "other solver integrates the same field to t1 = num_layers * "
-                               "epsilon (fixed steps dt = epsilon, or adaptive)")
-    rtol: float = setting(1e-3, low=0, low_open=True,
-                          help="relative tolerance of adaptive solvers")
-    atol: float = setting(1e-6, low=0, low_open=True,
-                          help="absolute tolerance of adaptive solvers")
-    adjoint: str = setting("recursive", choices=ADJOINTS,
-                           help="gradient: recursive (backprop through the steps, "
-                                "checkpointed), backsolve (continuous adjoint) or direct")
-    max_steps: int | None = setting(None, low=1, since_default=True,
-                                    help=f"step budget of adaptive solvers (default "
-                                         f"{DEFAULT_MAX_STEPS}); fixed-step solvers take "
-                                         f"num_layers steps")
-
-    def __post_init__(self) -> None:
-        for name, value in check_fields(self).items():
-            object.__setattr__(self, name, value)
-
-    def options(self) -> dict:
-        """The keyword arguments of `solve` and `SWANBlock` (solver first)."""
-        return dataclasses.asdict(self)

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swan_jax.config import NO_PSI_VARIANTS, SWANConfig
+from swan_jax.config import NO_PSI_VARIANTS, TRACED_FIELDS
 from swan_jax.data import graphprop
 from swan_jax.data.batching import budget_for, iterate_batches
 from swan_jax.experiments import command
@@ -50,7 +50,6 @@ from swan_jax.models import (
     LinearEncoder,
     Model,
     MPNNStack,
-    SWANBlock,
     pool_nodes,
 )
 from swan_jax.settings import setting
@@ -78,6 +77,7 @@ MODELS: dict[str, tuple[str, bool]] = {
 # epsilon is its step dt, gamma its restoring force; alpha (damping) = 1, GraphCON's own
 # default; it has no A_hat or beta axis.
 GRAPHCON: dict[str, str] = {"graphcon": "gcn"}
+GRAPHCON_READS = ("epsilon", "gamma")  # the SWAN axes GraphCON's block reads too
 ALL_MODELS = tuple(MODELS) + BASELINES + tuple(GRAPHCON)
 
 # Paper values (Table 1, Appendix G's layer-dependent rows, Table 3's ablation): test
@@ -159,7 +159,7 @@ class GraphProp(Experiment):
     run_score_names = AUTHORS_SCORES
     Config = GraphPropConfig
     cell_axes = ("task", "labels", "model")
-    # The adjacency is traced (`config.TRACED_CHOICES`): a grid with both `A_hat` trains
+    # The adjacency is traced (its code): a grid with both `A_hat` trains
     # them in one program (the paper grid's screen: 12 programs of 72 runs, not 24 of 36),
     # half the compilations and, on a GPU, where these small epochs are kernel launches,
     # half the device calls; a grid with one keeps it static, with the program as before.
@@ -194,8 +194,9 @@ class GraphProp(Experiment):
         if cell["model"] in BASELINES:
             return {k: v for k, v in axes.items() if k in ("learning_rate", "weight_decay",
                                                            "hidden", "num_layers")}
-        if cell["model"] in GRAPHCON:  # no A_hat, no beta: those axes would only repeat runs
-            return {k: v for k, v in axes.items() if k not in ("adjacency", "beta")}
+        if cell["model"] in GRAPHCON:  # of SWAN's only epsilon, gamma: others would repeat runs
+            return {k: v for k, v in axes.items()
+                    if k not in TRACED_FIELDS or k in GRAPHCON_READS}
         if MODELS[cell["model"]][0] in NO_PSI_VARIANTS:
             axes["beta"] = (0.0,)
         return axes
@@ -265,11 +266,7 @@ class GraphProp(Experiment):
         variant, sharing = MODELS[cell["model"]]
 
         def model_fn(hp: Mapping[str, Any]) -> nn.Module:
-            adjacency = static.get("adjacency", hp.get("adjacency"))
-            swan = SWANConfig(variant=variant, adjacency=adjacency, beta=hp["beta"],
-                              gamma=hp["gamma"], epsilon=hp["epsilon"],
-                              num_layers=int(static["num_layers"]), weight_sharing=sharing)
-            block = SWANBlock(swan, **cfg.integrator.options())
+            block = self.swan_block(cfg, static, hp, variant=variant, weight_sharing=sharing)
             return Model(LinearEncoder(int(static["hidden"])), block,
                          PropReadout(level, cfg.final_leaky_relu))
 

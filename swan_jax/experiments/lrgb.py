@@ -23,12 +23,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swan_jax.config import VARIANTS, SWANConfig
+from swan_jax.config import TRACED_FIELDS, VARIANTS
 from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
 from swan_jax.experiments import command
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, io, load_toml, select
 from swan_jax.experiments.sweep import Experiment, Task
-from swan_jax.models import GraphReadout, Model, NodeReadout, SWANBlock
+from swan_jax.models import GraphReadout, Model, NodeReadout
 from swan_jax.settings import setting
 
 
@@ -76,8 +76,7 @@ PAPER_VALUES: dict[tuple[str, str], tuple[float, float]] = {
 class LRGBConfig(SweepConfig):
     """LRGB's own settings besides the shared ones (see `configs/lrgb.toml`)."""
 
-    GRID_AXES = ("learning_rate", "weight_decay", "num_layers", "hidden", "epsilon", "gamma",
-                 "beta", "adjacency")
+    GRID_AXES = ("learning_rate", "weight_decay", "num_layers", "hidden", *TRACED_FIELDS)
 
     datasets: tuple[str, ...] | None = select(None, choices=tuple(DATASETS), flag="--dataset",
                                               help="the data sets (cells)")
@@ -147,19 +146,16 @@ class LRGB(Experiment):
     def model_fn(self, cfg: LRGBConfig, cell, static):
         """hp (numeric, possibly traced) -> encoder -> SWAN ODE block -> readout."""
         dataset = DATASETS[cell["dataset"]]
-        hidden, layers = int(static["hidden"]), int(static["num_layers"])
+        hidden = int(static["hidden"])
 
         def model_fn(hp):
-            swan = SWANConfig(variant=cell["variant"], adjacency=static["adjacency"],
-                              num_layers=layers, beta=hp["beta"], gamma=hp["gamma"],
-                              epsilon=hp["epsilon"])
             encoder = (AtomEncoder(hidden) if dataset.encoder == "atom"
                        else LinearNodeEncoder(hidden))
             head = readout_features(hidden, dataset.outputs)
             readout = (GraphReadout(head, pooling=("mean",)) if dataset.task.level == "graph"
                        else NodeReadout(head))
-            block = SWANBlock(swan, **cfg.integrator.options())
-            return Model(encoder, block, readout)
+            return Model(encoder, self.swan_block(cfg, static, hp, variant=cell["variant"]),
+                         readout)
 
         return model_fn
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from swan_jax.config import SWANConfig
+from swan_jax.config import TRACED_FIELDS
 from swan_jax.data import node_classification as nc
 from swan_jax.data.positional import with_positional_encodings
 from swan_jax.experiments import command, report
@@ -38,7 +38,7 @@ from swan_jax.experiments.config import SweepConfig, io, select
 from swan_jax.experiments.records import machine_info
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
-from swan_jax.models import LinearEncoder, Model, MPNNStack, NodeReadout, SWANBlock
+from swan_jax.models import LinearEncoder, Model, MPNNStack, NodeReadout
 from swan_jax.settings import setting
 from swan_jax.train import SPLIT_AXIS, NodeSplit
 
@@ -53,7 +53,7 @@ ALL_MODELS: tuple[str, ...] = MODELS + (GPS,)
 GPS_HEADS, GPS_LAP_K = 4, 8
 TOGETHER = "together"  # the cell's split when its splits train as one program
 OFFICIAL_SPLITS: dict[str, int] = {"tolokers": 10, "questions": 10, "ogbn-arxiv": 1}
-SWAN_AXES = ("epsilon", "gamma", "beta", "adjacency")  # axes GCN has no use for
+SWAN_AXES = TRACED_FIELDS  # axes GCN has no use for
 
 # The paper's scalability table: metric (percent; "Acc" in the paper, ROC AUC for
 # Tolokers and Questions), then training and inference milliseconds per epoch.
@@ -208,10 +208,7 @@ class NodeClassification(Experiment):
             if model == "gcn":
                 processor = MPNNStack("gcn", hidden, layers)
             else:
-                swan = SWANConfig(variant=model, adjacency=static["adjacency"],
-                                  num_layers=layers, epsilon=hp["epsilon"], gamma=hp["gamma"],
-                                  beta=hp["beta"])
-                processor = SWANBlock(swan, **cfg.integrator.options())
+                processor = self.swan_block(cfg, static, hp, variant=model)
             return Model(LinearEncoder(hidden), processor, NodeReadout((outputs,)))
 
         return model_fn

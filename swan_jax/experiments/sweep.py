@@ -25,6 +25,7 @@ import itertools
 import json
 import shutil
 import time
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,15 +33,16 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from swan_jax.config import TRACED_CHOICES, concrete_hparams
+from swan_jax.config import SWANConfig, concrete_hparams
 from swan_jax.experiments import hosts, packing, report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
-from swan_jax.models import parameters_only
+from swan_jax.models import SWANBlock, parameters_only
 from swan_jax.pytrees import tree_size
 from swan_jax.runs.io import check_output_dir, save_json_atomic, write_text_atomic
+from swan_jax.settings import coded_choices
 from swan_jax.train import (
     ModelFn,
     NodeSplit,
@@ -112,7 +114,7 @@ class Experiment:
 
     def static_axes_of(self, cfg: SweepConfig, cell: Cell) -> tuple[str, ...]:
         """The grid axes whose values split the cell into programs (`static_axes`); a
-        traceable choice (`config.TRACED_CHOICES`) not named here joins one program."""
+        traced choice (`settings.coded_choices`) not named here joins one program."""
         return self.static_axes
 
     def grid(self, cfg: SweepConfig, cell: Cell) -> dict[str, tuple]:
@@ -155,6 +157,16 @@ class Experiment:
               skipped: Sequence[str]) -> str:
         """The markdown of `table.md` (default: the test metric beside the paper's)."""
         return report.table(self, cfg, cells, skipped)
+
+    # ------------------------------------------------------------ the model's bridge
+    def swan_block(self, cfg: SweepConfig, static: Mapping[str, Any], hp: Mapping[str, Any],
+                   **fixed: Any) -> SWANBlock:
+        """SWAN's block at one grid point, for `model_fn(hp)`: `SWANConfig.from_point` of
+        the point (the program's `static` values and the run's `hp`, traced numbers where
+        the program vmaps them) and `fixed`, what the cell decides (`variant`,
+        `num_layers`, ...), integrated as `cfg.integrator` says."""
+        swan = SWANConfig.from_point(ChainMap(hp, static), **fixed)  # reads only SWAN's
+        return SWANBlock(swan, **cfg.integrator.options())
 
     # ------------------------------------------------------------ its command line
     def add_arguments(self, parser) -> None:
@@ -232,7 +244,7 @@ def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Progra
     # the grid has several values; alone, it stays static: no per-run selection to pay.
     static_axes = {k: axes[k] for k in exp.static_axes_of(cfg, cell) if k in axes}
     static_axes.update({k: v for k, v in axes.items()
-                        if k in TRACED_CHOICES and len(tuple(v)) == 1})
+                        if k in coded_choices() and len(tuple(v)) == 1})
     numeric = grid_points({k: v for k, v in axes.items() if k not in static_axes})
     out = []
     for static in grid_points(static_axes):

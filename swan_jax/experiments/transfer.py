@@ -28,7 +28,7 @@ from pathlib import Path
 
 import flax.linen as nn
 
-from swan_jax.config import NO_PSI_VARIANTS, VARIANTS, SWANConfig
+from swan_jax.config import NO_PSI_VARIANTS, TRACED_FIELDS, VARIANTS
 from swan_jax.data.positional import with_positional_encodings
 from swan_jax.data.transfer import TOPOLOGIES, beta_matters, hops, load_transfer, transfer_graph
 from swan_jax.data.transfer import VARIANTS as DATA_VARIANTS
@@ -36,15 +36,7 @@ from swan_jax.experiments import command, report
 from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
-from swan_jax.models import (
-    BASELINE_LAYERS,
-    INITS,
-    LinearEncoder,
-    Model,
-    MPNNStack,
-    NodeReadout,
-    SWANBlock,
-)
+from swan_jax.models import BASELINE_LAYERS, INITS, LinearEncoder, Model, MPNNStack, NodeReadout
 from swan_jax.settings import setting
 
 BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
@@ -73,7 +65,8 @@ def authors_figure3() -> dict:
 class TransferConfig(SweepConfig):
     """Transfer's own settings besides the shared ones (see `configs/transfer.toml`)."""
 
-    GRID_AXES = ("learning_rate", "weight_decay", "epsilon", "gamma", "beta", "adjacency")
+    # the optimiser's and the SWAN settings a grid may trace (the layers are the distance)
+    GRID_AXES = ("learning_rate", "weight_decay", *TRACED_FIELDS)
 
     topologies: tuple[str, ...] | None = select(None, choices=TOPOLOGIES, flag="--topology",
                                                 aliases=("--topologies",),
@@ -166,12 +159,13 @@ class Transfer(Experiment):
     def model_fn(self, cfg: TransferConfig, cell, static):
         """hp -> Linear encoder, `distance` SWAN steps or baseline layers, Linear readout.
 
-        `SWANConfig` is built from the (traced) hyper-parameters, so grid points that
-        differ in epsilon, gamma, beta, the learning rate or the adjacency (by its code,
-        `config.ADJACENCY_CODES`, where the grid has both, up to `MERGED_MAX_DISTANCE`)
-        share one program: on a GPU, where a transfer epoch is latency-bound, twice the
-        runs per call cost little more than one program's; on 2 CPU cores the epoch of
-        both costs 4.5% more than two programs' (one compile fewer).
+        The SWAN block is built from the (traced) hyper-parameters (`swan_block`), so grid
+        points that differ in epsilon, gamma, beta, the learning rate or the adjacency (by
+        its code, `config.ADJACENCY_CODES`, where the grid has both, up to
+        `MERGED_MAX_DISTANCE`) share one program: on a GPU, where a transfer epoch is
+        latency-bound, twice the runs per call cost little more than one program's; on 2
+        CPU cores the epoch of both costs 4.5% more than two programs' (one compile
+        fewer).
         """
         model, distance = cell["model"], cell["distance"]
         if model == GPS:
@@ -181,12 +175,8 @@ class Transfer(Experiment):
             if model in BASELINES:
                 processor = MPNNStack(model, cfg.hidden, distance, activation=nn.tanh)
             else:
-                extra = {"beta": hp["beta"]} if "beta" in hp else {}
-                adjacency = static.get("adjacency", hp.get("adjacency"))
-                swan = SWANConfig(variant=model, adjacency=adjacency,
-                                  gamma=hp["gamma"], epsilon=hp["epsilon"],
-                                  num_layers=distance, **extra)
-                processor = SWANBlock(swan, **cfg.integrator.options())
+                processor = self.swan_block(cfg, static, hp, variant=model,
+                                            num_layers=distance)
             return Model(LinearEncoder(cfg.hidden, weight_init=cfg.init), processor,
                          NodeReadout((1,), weight_init=cfg.init))
 

@@ -26,7 +26,7 @@ import jraph
 from swan_jax.config import SWANConfig
 from swan_jax.field import init_params
 from swan_jax.graph import Graph, as_operator, safe_inverse
-from swan_jax.solvers import solve
+from swan_jax.solvers import DEFAULT_INTEGRATOR, solve
 
 Array = jax.Array
 
@@ -112,11 +112,11 @@ class SWANBlock(nn.Module):
     """
 
     cfg: SWANConfig
-    solver: str = "euler"
-    rtol: float = 1e-3
-    atol: float = 1e-6
-    adjoint: str = "recursive"
-    max_steps: int | None = None
+    solver: str = DEFAULT_INTEGRATOR.solver  # the integrator's settings (`IntegratorConfig`)
+    rtol: float = DEFAULT_INTEGRATOR.rtol
+    atol: float = DEFAULT_INTEGRATOR.atol
+    adjoint: str = DEFAULT_INTEGRATOR.adjoint
+    max_steps: int | None = DEFAULT_INTEGRATOR.max_steps
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:

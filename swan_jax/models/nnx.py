@@ -24,7 +24,7 @@ from flax import nnx
 from swan_jax import models
 from swan_jax.config import SWANConfig
 from swan_jax.field import init_params
-from swan_jax.solvers import solve
+from swan_jax.solvers import DEFAULT_INTEGRATOR, solve
 
 Array = jax.Array
 
@@ -40,9 +40,12 @@ class SWANBlock(nnx.Module):
       dtype: the parameters' dtype.
     """
 
-    def __init__(self, hidden: int, cfg: SWANConfig, *, rngs: nnx.Rngs, solver: str = "euler",
-                 rtol: float = 1e-3, atol: float = 1e-6, adjoint: str = "recursive",
-                 max_steps: int | None = None, dtype: Any = jnp.float32):
+    def __init__(self, hidden: int, cfg: SWANConfig, *, rngs: nnx.Rngs,
+                 solver: str = DEFAULT_INTEGRATOR.solver, rtol: float = DEFAULT_INTEGRATOR.rtol,
+                 atol: float = DEFAULT_INTEGRATOR.atol,
+                 adjoint: str = DEFAULT_INTEGRATOR.adjoint,
+                 max_steps: int | None = DEFAULT_INTEGRATOR.max_steps,
+                 dtype: Any = jnp.float32):
         if hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {hidden}")
         self.hidden, self.cfg, self.solver = hidden, cfg, solver

@@ -108,9 +108,9 @@ class TrainConfig:
     batch_size: int = setting(32, low=1, help="graphs per step (one graph: full batch)")
     optimizer: Optimizer = setting("adam", choices=OPTIMIZERS, help="adam, or adamw "
                                    "(decoupled weight decay)")
-    learning_rate: float = setting(1e-3, low=0, low_open=True, grid=True, flag="--lr",
-                                   help="learning rate")
-    weight_decay: float = setting(0.0, low=0, grid=True, help="weight decay")
+    learning_rate: float = setting(1e-3, low=0, low_open=True, grid=True, traced=True,
+                                   flag="--lr", help="learning rate")
+    weight_decay: float = setting(0.0, low=0, grid=True, traced=True, help="weight decay")
     grad_clip: float | None = setting(None, low=0, low_open=True,
                                       help="clip every gradient to this global norm")
     schedule: str = setting("constant", choices=SCHEDULES, help="learning rate per epoch: "

@@ -537,7 +537,7 @@ def train(
         (the nodes of each split on shared graphs).
       cfg: the `TrainConfig`.
       grid: numeric hyper-parameters per grid point (a traceable choice by name, e.g.
-        `adjacency`, reaches `model_fn` as its code: `config.traced_value`); all points
+        `adjacency`, reaches `model_fn` as its code: `settings.traced_value`); all points
         share array shapes. `learning_rate`, `weight_decay` and `grad_clip` here
         override `cfg`'s.
       fingerprint_extra: anything else that identifies the run (checked on resume).

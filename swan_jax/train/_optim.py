@@ -22,8 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from swan_jax.config import TRACED_CHOICES, SWANConfig, traced_value
-from swan_jax.settings import SettingError, check, field_settings
+from swan_jax.settings import SettingError, check, field_settings, grid_axes, traced_value
 from swan_jax.train._config import Hyper, TrainConfig, fixed_optimizer_needs
 
 Array = jax.Array
@@ -33,17 +32,14 @@ Array = jax.Array
 TRAIN_READS = ("learning_rate", "weight_decay", "grad_clip")
 
 
-@functools.cache
 def declared_axes() -> dict[str, tuple]:
     """The grid axes the library declares (the command line's too): name -> (type hint,
-    `Setting`), from `TrainConfig` and `SWANConfig` (a traced choice, `adjacency`, is
-    checked by `config.traced_value`)."""
-    out = {}
-    for cls in (TrainConfig, SWANConfig):
-        for name, (_, hint, spec) in field_settings(cls).items():
-            if spec.grid and name not in TRACED_CHOICES:
-                out[name] = (hint, spec)
-    return out
+    `Setting`), `TrainConfig`'s and the model configurations' (`settings.grid_source`:
+    `epsilon`, ...; a traced choice, `adjacency`, is checked by `settings.traced_value`)."""
+    own = {name: (hint, spec) for name, (_, hint, spec) in field_settings(TrainConfig).items()
+           if spec.grid}
+    return {name: (hint, spec) for name, (hint, spec) in {**grid_axes(), **own}.items()
+            if spec.codes is None}
 
 
 def check_grid(grid: Any) -> None:
@@ -74,7 +70,7 @@ def check_grid(grid: Any) -> None:
 def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig):
     """Runs `[(grid point, seed), ...]` and their numeric hyper-parameters `{name: [runs]}`
     (learning rate and weight decay default to `cfg`'s, `grad_clip` too when set; a
-    named choice such as `adjacency` by its code, `config.traced_value`). The grid is
+    named choice such as `adjacency` by its code, `settings.traced_value`). The grid is
     checked first (`check_grid`)."""
     check_grid(grid)
     keys = sorted({k for point in grid for k in point})
