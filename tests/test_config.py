@@ -177,7 +177,7 @@ def test_the_integrators_defaults_are_written_once():
     """`solve`'s keywords and both blocks' settings default to `IntegratorConfig()`'s."""
     import inspect
 
-    from swan_jax import nnx as swan_nnx
+    from swan_jax.models import nnx as swan_nnx
 
     defaults = sj.IntegratorConfig().options()
     keywords = inspect.signature(sj.solve).parameters
