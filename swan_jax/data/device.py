@@ -232,7 +232,10 @@ def _locate(counts: jax.Array, size: int):
     segment (clipped), its offset inside it, and whether it is a real position."""
     ends = jnp.cumsum(counts)
     pos = jnp.arange(size, dtype=counts.dtype)
-    seg = jnp.minimum(jnp.searchsorted(ends, pos, side="right"), counts.shape[0] - 1)
+    # unrolled (the same integers): the default method is a loop, whose levels a GPU
+    # launches one by one; unrolled, XLA fuses them
+    seg = jnp.minimum(jnp.searchsorted(ends, pos, side="right", method="scan_unrolled"),
+                      counts.shape[0] - 1)
     return seg, pos - (ends[seg] - counts[seg]), pos < ends[-1]
 
 

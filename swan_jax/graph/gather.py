@@ -53,6 +53,9 @@ UNROLL_SLOTS = 16
 # concatenation and emits them per element (measured 3-5x the same gathers alone at
 # K = 14). Narrower layouts keep them fused (no gain measured at transfer's K = 3).
 STORE_TRANSPOSES_FROM = 9
+# Up to this many overflow rows a batch's segmented scan is unrolled (at most 4 doubling
+# passes) instead of a loop that stops at the first pass no run reaches (`_segmented_scan`).
+UNROLL_SCAN_ROWS = 16
 
 
 def _identity(v):
@@ -89,10 +92,26 @@ def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
 
 
 def opaque_identity(tree):
-    """The identity, through a loop XLA cannot see through (its trip count is data)."""
+    """The identity, stored: XLA fuses nothing across it (its output is computed once).
+
+    On a GPU (and any backend but the CPU) a `jax.lax.optimization_barrier`, which XLA's
+    GPU pipeline keeps until after fusion and scheduling. XLA's CPU pipeline drops the
+    barrier before fusion, so on a CPU it is a loop XLA cannot see through
+    (`_loop_identity`). The loop is not used on a GPU: a loop whose trip count is data
+    reads its condition back to the host at every iteration, 6-8 times per Peptides-func
+    step here, and the 2026-11-28 H200 profile of SWAN-learn's epoch found the device
+    busy 20% of it (BENCHMARKS.md, "Operations per training step").
+    """
     leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     if not leaves:
         return tree
+    return jax.lax.platform_dependent(tree, cpu=_loop_identity,
+                                      default=jax.lax.optimization_barrier)
+
+
+def _loop_identity(tree):
+    """The identity, through a loop XLA cannot see through (its trip count is data)."""
+    leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     # A trip count the compiler cannot know (it is 0 unless the first value is NaN, and
     # the body is the identity anyway), so XLA keeps the loop and the arrays as they are.
     first = jnp.reshape(leaves[0], -1)[0]
@@ -112,8 +131,7 @@ def materialize(tree):
     them per output element; operator values used by every step must not be.
 
     One linear identity over the whole tree (so `grad`, `jvp`, `vmap` pass through) whose
-    forward, tangent and transpose go through one `opaque_identity` loop.
-    (`jax.lax.optimization_barrier` is dropped by XLA's CPU pipeline before fusion.) One
+    forward, tangent and transpose go through one `opaque_identity`. One
     call per tree, not per array: each `custom_linear_solve` is traced again under `vmap`,
     `jvp` and transposition, and per array this was half the trace of a SWAN training
     program (the tests' transfer `train()`: 0.69 s against 1.35 s under cProfile).
@@ -129,12 +147,17 @@ def materialize(tree):
 def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
     """Within each node's run of overflow rows, the running `combine`: `[O, c]`.
 
-    Doubling passes (row `i` takes in row `i - stride` of its run, stride 1, 2, 4, ...) in
-    a loop that ends once no run reaches back `stride` rows: `ceil(log2)` of the longest
-    run (a real node owns a few overflow rows; a batch's unused rows, all the padding
-    node's, make one run). `lax.associative_scan` took 2 log2(O) levels of small kernels
-    whatever the runs, about a quarter of a GraphProp training step on the 2-core CPU
-    (BENCHMARKS.md). The loop's output is stored, so no consumer recomputes the scan.
+    Doubling passes: row `i` takes in row `i - stride` of its run, stride 1, 2, 4, ...,
+    up to the largest power of 2 below `O`. A pass that no run reaches back `stride`
+    rows leaves every row as it is, and so do all later ones (the runs are shorter than
+    `stride`). With at most `UNROLL_SCAN_ROWS` overflow rows (Peptides-func: 2) the
+    `ceil(log2 O)` passes are unrolled: no loop, which on a GPU would read its condition
+    back to the host at every pass (`opaque_identity`). With more, a loop ends at the
+    first pass that no run reaches: `ceil(log2)` of the longest run (a real node owns a
+    few overflow rows; a batch's unused rows, all the padding node's, make one run).
+    `lax.associative_scan` took 2 log2(O) levels of small kernels whatever the runs,
+    about a quarter of a GraphProp training step on the 2-core CPU (BENCHMARKS.md). The
+    loop's output is stored, so no consumer recomputes the scan. Both give the same bits.
     """
     rows = jnp.arange(overflow.shape[0])
     run = jnp.cumsum(graph.overflow_first.astype(jnp.int32))  # each row's run
@@ -146,6 +169,12 @@ def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) ->
         stride, x = carry
         back = x[jnp.maximum(rows - stride, 0)]
         return stride * 2, jnp.where(reaches(stride)[:, None], combine(back, x), x)
+
+    if overflow.shape[0] <= UNROLL_SCAN_ROWS:
+        carry = (1, overflow)
+        for _ in range(max(overflow.shape[0] - 1, 0).bit_length()):  # ceil(log2 O) passes
+            carry = body(carry)
+        return carry[1]
 
     def more(carry):
         return (carry[0] < overflow.shape[0]) & jnp.any(reaches(carry[0]))

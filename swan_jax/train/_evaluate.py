@@ -259,7 +259,8 @@ def metric_sums(pred, target, mask, n_node, metric: str):
     err = jnp.abs(diff) if metric == "mae" else diff * diff
     if metric in GRAPH_MEAN_METRICS:
         rows = mask.shape[0]
-        graph = jnp.searchsorted(jnp.cumsum(n_node), jnp.arange(rows), side="right")
+        graph = jnp.searchsorted(jnp.cumsum(n_node), jnp.arange(rows), side="right",
+                                 method="scan_unrolled")  # no loop (`data.device._locate`)
         weight = jnp.where(mask, 1.0 / jnp.maximum(n_node[jnp.minimum(graph, len(n_node) - 1)],
                                                    1), 0.0)
         return jnp.sum(weight * jnp.mean(err, axis=2), axis=1), jnp.sum(weight)

@@ -198,9 +198,28 @@ class DevicePipeline:
 _assemble = jax.jit(assemble, static_argnums=2)
 
 
+# How a scanned call passes over its padding steps: None chooses by platform ("cond" on a
+# CPU, "mask" elsewhere; see `_train_chunk`), "cond" or "mask" forces one (tests).
+PADDING_STEPS: str | None = None
+
+
+def _by_platform(cond: Callable, mask: Callable, *args):
+    """`cond(*args)` or `mask(*args)` as `PADDING_STEPS` says."""
+    if PADDING_STEPS is None:
+        return jax.lax.platform_dependent(*args, cpu=cond, default=mask)
+    return {"cond": cond, "mask": mask}[PADDING_STEPS](*args)
+
+
 def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceData,
                  ids, ok, active):
-    """`len(ids)` steps in one scan; padding steps (`ok` False) skip the step."""
+    """`len(ids)` steps in one scan; padding steps (`ok` False) leave the state as it was
+    and give NaN losses.
+
+    On a CPU a padding step skips the step (`lax.cond`). On a GPU it runs the step with
+    every run stopped (`active` False: the step keeps the state): a conditional whose
+    predicate is data reads it back to the host, once per step, while a padding step
+    (0-2 per epoch) costs one step. Real steps are the same program either way.
+    """
     def body(carry, step):
         step_ids, real = step
 
@@ -210,7 +229,15 @@ def _train_chunk(step_fn, budget: Budget, params, opt_state, hp, data: DeviceDat
         def skip(args):
             return args[0], args[1], jnp.full(active.shape, jnp.nan, jnp.float32)
 
-        p, o, loss = jax.lax.cond(real, train, skip, carry)
+        def branch(carry, real):
+            return jax.lax.cond(real, train, skip, carry)
+
+        def masked(carry, real):
+            p, o, loss = step_fn(*carry, hp, _assemble(data, step_ids, budget),
+                                 active & real)
+            return p, o, jnp.where(real, loss, jnp.nan)
+
+        p, o, loss = _by_platform(branch, masked, carry, real)
         return (p, o), loss.astype(jnp.float32)
 
     (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), (ids, ok))
@@ -236,7 +263,7 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
     `(numerator [runs], denominator [], finite [runs])`, added in step order in the scan's
     carry (the fused epochs reduce the same sums in the same order: `_fused`); without,
     the predictions, targets and masks per batch. Padding steps (`real` False) are
-    skipped and count for nothing."""
+    skipped (on a GPU computed and replaced, see `_train_chunk`) and count for nothing."""
     @jax.jit  # one function object: `skip`'s shapes reuse the trace `cond` makes of it
     def one(step_ids):
         batch = _assemble(data, step_ids, budget)
@@ -255,8 +282,15 @@ def _eval_split(predict_fn, budget: Budget, level: str, split_mask: bool, metric
         return (*zeros[:2], jnp.ones(shapes[2].shape, shapes[2].dtype)) if metric else \
             tuple(zeros)
 
+    def branch(step_ids, real):
+        return jax.lax.cond(real, one, skip, step_ids)
+
+    def masked(step_ids, real):  # on a GPU, as in `_train_chunk`: no conditional
+        return tuple(jnp.where(real, a, b) for a, b in zip(one(step_ids), skip(step_ids),
+                                                           strict=True))
+
     def body(_, step):
-        return None, jax.lax.cond(step[1], one, skip, step[0])
+        return None, _by_platform(branch, masked, *step)
 
     per_step = jax.lax.scan(body, None, (ids, real))[1]
     if metric is None:
