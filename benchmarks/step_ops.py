@@ -201,12 +201,11 @@ def compiled_step(kind: str, platform: str | None = None) -> tuple[str, Any]:
     import numpy as np
 
     from benchmarks.epoch_anatomy import BUILD
-    from swan_jax.train import _loop
+    from swan_jax.train import open_program
 
     work = BUILD[KINDS[kind]](True)
     cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
-    prog = _loop._Program(work.model_fn, work.splits, cfg, work.grid)
-    state, _ = _loop._initial_state(prog)
+    prog, state = open_program(work.model_fn, work.splits, cfg, work.grid)
     pipe = prog.pipeline
     chunk = pipe.chunk_size()
     ids = np.resize(pipe.epoch_ids(0), (chunk, prog.budget.n_graph - 1))
