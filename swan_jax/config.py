@@ -19,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from swan_jax.graph.protocol import ADJACENCIES
+from swan_jax.graph.protocol import ADJACENCIES as ADJACENCIES
 from swan_jax.settings import setting
 
 VARIANTS: tuple[str, ...] = (
@@ -67,7 +67,7 @@ def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
     describe, count, export or predict with): numbers as float32 scalars, a choice of
     `TRACED_CHOICES` by its name, so the model holds the named (static) choice, whose
     values the traced code selects bit for bit."""
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in point.items():
         if isinstance(value, str):
             traced_value(name, value)  # the same refusal as training's
@@ -151,7 +151,7 @@ class SWANConfig:
         return self.variant in PLAIN_PHI_VARIANTS
 
     @property
-    def t1(self):
+    def t1(self) -> float:
         """Terminal time `num_layers * epsilon` (docs/conventions.md, Integration)."""
         return self.num_layers * self.epsilon
 
@@ -166,7 +166,7 @@ _STATIC_FIELDS = tuple(
 _TRACED = "<traced>"  # the static slot of an adjacency given as a code (a leaf)
 
 
-def _flatten(cfg: SWANConfig):
+def _flatten(cfg: SWANConfig) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     coded = not isinstance(cfg.adjacency, str)
     children = tuple(getattr(cfg, name) for name in _NUMERIC_FIELDS)
     aux = tuple(_TRACED if coded and name == "adjacency" else getattr(cfg, name)
@@ -174,7 +174,7 @@ def _flatten(cfg: SWANConfig):
     return children + ((cfg.adjacency,) if coded else ()), aux
 
 
-def _unflatten(aux, children) -> SWANConfig:
+def _unflatten(aux: tuple[Any, ...], children: tuple[Any, ...]) -> SWANConfig:
     # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
     cfg = object.__new__(SWANConfig)
     for name, value in zip(_NUMERIC_FIELDS, children, strict=False):  # + a coded adjacency

@@ -18,6 +18,7 @@ they sit in the padding graph only and never reach real graphs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import flax.linen as nn
 import jax
@@ -48,12 +49,12 @@ class AtomEncoder(nn.Module):
             raise ValueError(f"AtomEncoder expects integer node codes [N, "
                              f"{len(self.feature_dims)}], got shape {codes.shape}")
         codes = codes.astype(jnp.int32)
-        out = 0.0
+        out: Array | float = 0.0
         for i, size in enumerate(self.feature_dims):
             table = nn.Embed(size, self.hidden, embedding_init=nn.initializers.xavier_uniform(),
                              name=f"embed_{i}")
             out = out + table(codes[:, i])
-        return out
+        return cast(Array, out)  # an Array: a sum over the (non-empty) feature columns
 
 
 class LinearNodeEncoder(nn.Module):

@@ -379,8 +379,8 @@ def _word(text: str, item: Any) -> Any:
 def field_settings(cls: type) -> dict[str, tuple[dataclasses.Field, Any, Setting]]:
     """name -> (field, resolved type hint, Setting) of every declared setting of `cls`."""
     hints = typing.get_type_hints(cls)
-    return {f.name: (f, hints[f.name], spec_of(f)) for f in dataclasses.fields(cls)
-            if spec_of(f) is not None}
+    return {f.name: (f, hints[f.name], spec) for f in dataclasses.fields(cls)
+            if (spec := spec_of(f)) is not None}
 
 
 def check_fields(obj: Any, names: typing.Iterable[str] | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import jraph
+from jax.typing import DTypeLike
 
 from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
 from swan_jax.graph.validation import check_edges_traced, validate_graphs_tuple
@@ -49,9 +50,9 @@ def in_degree(graph: jraph.GraphsTuple, num_nodes: int, edge_weights: Array | No
 def edge_operators(
     graph: jraph.GraphsTuple,
     num_nodes: int,
-    adjacency: str | Array,
+    adjacency: str | float | Array,
     edge_weights: Array | None = None,
-    dtype=jnp.float32,
+    dtype: DTypeLike = jnp.float32,
 ) -> EdgeOperators:
     """Edge weights of `A_hat` and `A_tilde` (Appendix A.2, eq. fixedOperators/learnOperators).
 
@@ -71,7 +72,7 @@ def edge_operators(
     inv_deg = safe_inverse(deg)
     w_tilde = edge_weights * inv_deg[graph.receivers]
 
-    def normalised():
+    def normalised() -> Array:
         inv_sqrt = safe_inverse(deg, 0.5)
         return edge_weights * inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
 
@@ -127,6 +128,7 @@ class SegmentGraph:
 
     def check_traced(self, x: Array | None = None) -> None:
         graph = self.graph
+        num_nodes: int | Array
         if x is not None:
             num_nodes = jnp.shape(x)[0]
         elif graph.nodes is not None:
@@ -138,7 +140,7 @@ class SegmentGraph:
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         return in_degree(self.graph, num_nodes).astype(dtype)
 
-    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> EdgeOperators:
         return edge_operators(self.graph, num_nodes, adjacency, pair_weights, dtype=dtype)
 
@@ -161,10 +163,9 @@ class SegmentGraph:
     def aggregate(self, x: Array, *, row_scale: Array | None = None,
                   neighbor_scale: Array | None = None) -> Array:
         graph = self.graph
-        if row_scale is None and neighbor_scale is None:
-            weights = jnp.ones(graph.receivers.shape, x.dtype)
-        elif neighbor_scale is None:
-            weights = row_scale[graph.receivers]
+        if neighbor_scale is None:
+            weights = (jnp.ones(graph.receivers.shape, x.dtype) if row_scale is None
+                       else row_scale[graph.receivers])
         elif row_scale is None:
             weights = neighbor_scale[graph.senders]
         else:
