@@ -15,7 +15,7 @@ baselines.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,9 @@ from jax.typing import DTypeLike
 
 from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
 from swan_jax.graph.validation import check_edges_traced, validate_graphs_tuple
+
+if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
+    from jaxtyping import Float
 
 Array = jax.Array
 
@@ -40,7 +43,8 @@ class EdgeOperators(NamedTuple):
     w_tilde: Array
 
 
-def in_degree(graph: jraph.GraphsTuple, num_nodes: int, edge_weights: Array | None = None) -> Array:
+def in_degree(graph: jraph.GraphsTuple, num_nodes: int,
+              edge_weights: Float[Array, " E"] | None = None) -> Float[Array, " N"]:
     """`deg(u) = sum_v A[u, v]`: the (weighted) count of edges received by u. `[N]`."""
     if edge_weights is None:
         edge_weights = jnp.ones(graph.receivers.shape, dtype=jnp.float32)
@@ -80,29 +84,34 @@ def edge_operators(
     return EdgeOperators(w_hat=w_hat, w_tilde=w_tilde)
 
 
-def aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"], x: Float[Array, "N d"]
+              ) -> Float[Array, "N d"]:
     """`M X` for the operator with edge weights `weights`: `[N, d]`."""
     messages = weights[:, None] * x[graph.senders]
     return jax.ops.segment_sum(messages, graph.receivers, num_segments=x.shape[0])
 
 
-def aggregate_transpose(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def aggregate_transpose(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                        x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`M^T X`: the same edge weights, messages sent from receiver to sender. `[N, d]`."""
     messages = weights[:, None] * x[graph.receivers]
     return jax.ops.segment_sum(messages, graph.senders, num_segments=x.shape[0])
 
 
-def symmetric_aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def symmetric_aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                        x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`(M + M^T) X`, exactly symmetric in space. `[N, d]`."""
     return aggregate(graph, weights, x) + aggregate_transpose(graph, weights, x)
 
 
-def antisymmetric_aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def antisymmetric_aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                            x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`(M - M^T) X`, exactly antisymmetric in space. `[N, d]`."""
     return aggregate(graph, weights, x) - aggregate_transpose(graph, weights, x)
 
 
-def dense_operator(graph: jraph.GraphsTuple, weights: Array, num_nodes: int) -> Array:
+def dense_operator(graph: jraph.GraphsTuple, weights: Float[Array, " E"], num_nodes: int
+                   ) -> Float[Array, "N N"]:
     """The dense `[N, N]` matrix with `M[receivers[e], senders[e]] += weights[e]`."""
     matrix = jnp.zeros((num_nodes, num_nodes), dtype=weights.dtype)
     return matrix.at[graph.receivers, graph.senders].add(weights)
