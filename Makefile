@@ -19,7 +19,7 @@ EXTRAS_cuda13 := chem,cuda13
 EXTRAS := $(EXTRAS_$(DEVICE))
 TEST_TOOLS := $(if $(filter cpu,$(DEVICE)),,$(VENV)/.installed-test)
 
-.PHONY: install test lint docs bench gpu-check gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
+.PHONY: install test lint typecheck docs bench gpu-check gpu-check-smoke reproduce-lrgb reproduce-lrgb-grid reproduce-transfer reproduce-graphprop reproduce-tolokers curves results campaign clean
 
 # Packages go in with uv (itself from PyPI, into the environment), else with pip (when uv
 # cannot be installed or cannot install them): uv downloads in parallel and compiles the
@@ -53,8 +53,16 @@ test: install $(TEST_TOOLS)
 test-cluster: install $(TEST_TOOLS)
 	PY=$(PY) bash tests/cluster/run.sh
 
-lint: install
+# ruff, then the type checker (`make typecheck`).
+lint: install $(TEST_TOOLS)
 	$(VENV)/bin/ruff check swan_jax reproduce experiments tests benchmarks
+	$(PY) -m mypy
+
+# mypy over swan_jax/ as pyproject.toml's [tool.mypy] says: strict on the public API (what
+# swan_jax/__init__.py exports, the public subpackages' __init__), the default rules
+# elsewhere. Its cache is .mypy_cache/ (git-ignored): a second run rechecks what changed.
+typecheck: install $(TEST_TOOLS)
+	$(PY) -m mypy
 
 # The documentation, offline, into docs/_build/ (git-ignored; open docs/_build/index.html):
 # the API reference of the public package (pdoc), the notebooks executed to HTML the way the
@@ -139,4 +147,4 @@ campaign: install
 		$(CAMPAIGN_FLAGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache

@@ -14,7 +14,6 @@ from swan_jax.config import (
     ADJACENCY_CODES,
     VARIANTS,
     SWANConfig,
-    traced_value,
 )
 from swan_jax.field import (
     build_operators,
@@ -58,6 +57,7 @@ from swan_jax.models import (
     pool_nodes,
 )
 from swan_jax.pytrees import tree_size
+from swan_jax.settings import traced_value
 from swan_jax.solvers import (
     ADAPTIVE_SOLVERS,
     ADJOINTS,

@@ -25,7 +25,7 @@ class CompileCounter:
         self.compiled: list[str] = []  # names of the compiled functions, in order
         self.traced: list[str] = []  # names of the traced functions, in order
 
-    def _listen(self, event: str, duration: float, **kwargs: object) -> None:
+    def _listen(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
         if event == _COMPILE:
             self.compiles += 1
             self.compiled.append(str(kwargs.get("fun_name", "?")))
@@ -37,7 +37,7 @@ class CompileCounter:
         jax.monitoring.register_event_duration_secs_listener(self._listen)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         jax.monitoring.unregister_event_duration_listener(self._listen)
 
     def snapshot(self) -> dict[str, int]:

@@ -24,7 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from swan_jax.graph.protocol import ADJACENCIES
+from swan_jax.graph.protocol import ADJACENCIES as ADJACENCIES
 from swan_jax.settings import (
     check_keywords,
     field_settings,
@@ -56,7 +56,7 @@ def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
     describe, count, export or predict with): numbers as float32 scalars, a traced
     choice by its name, so the model holds the named (static) choice, whose values the
     traced code selects bit for bit."""
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in point.items():
         if isinstance(value, str):
             traced_value(name, value)  # the same refusal as training's
@@ -148,7 +148,7 @@ class SWANConfig:
         return self.variant in PLAIN_PHI_VARIANTS
 
     @property
-    def t1(self):
+    def t1(self) -> float:
         """Terminal time `num_layers * epsilon` (docs/conventions.md, Integration)."""
         return self.num_layers * self.epsilon
 
@@ -168,14 +168,14 @@ _CHOICES = tuple(n for n in TRACED_FIELDS if FIELDS[n].codes is not None)
 _NAMES = tuple(f.name for f in dataclasses.fields(SWANConfig))
 
 
-def _flatten(cfg: SWANConfig):
+def _flatten(cfg: SWANConfig) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     coded = tuple(n for n in _CHOICES if not isinstance(getattr(cfg, n), str))
     leaves = _NUMBERS + coded
     static = tuple(getattr(cfg, n) for n in _NAMES if n not in leaves)
     return tuple(getattr(cfg, n) for n in leaves), (coded, static)
 
 
-def _unflatten(aux, children) -> SWANConfig:
+def _unflatten(aux: tuple[Any, ...], children: tuple[Any, ...]) -> SWANConfig:
     # Bypass __init__: leaves may be tracers, batched arrays or sentinels.
     coded, static = aux
     leaves = _NUMBERS + coded

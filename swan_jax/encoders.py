@@ -87,7 +87,7 @@ def embedding_sum(tables: Sequence[Array], codes: Array, *,
         raise ValueError(f"backward must be 'scatter', 'dense' or None, got {backward!r}")
     sizes = [int(t.shape[0]) for t in tables]
     total, start = sum(sizes), 0
-    index = []  # rows of the concatenated table; `total` (out of range: NaN) if none
+    rows: list[Array] = []  # rows of the concatenated table; `total` (out of range: NaN) if none
     for i, size in enumerate(sizes):
         code = codes[:, i]
         if size == 1:  # `nn.Embed` broadcasts its one row whatever the code
@@ -95,9 +95,9 @@ def embedding_sum(tables: Sequence[Array], codes: Array, *,
         else:
             code = jnp.where(code < 0, code + size, code)
             row = jnp.where((code >= 0) & (code < size), code + start, total)
-        index.append(row)
+        rows.append(row)
         start += size
-    index = jnp.stack(index, axis=1)
+    index = jnp.stack(rows, axis=1)
     table = jnp.concatenate(tables)
 
     def transpose(g):

@@ -21,11 +21,13 @@ gather (`S^T = S`, `T^T = -T`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from swan_jax.config import SWANConfig
 from swan_jax.graph import (
@@ -38,10 +40,13 @@ from swan_jax.graph import (
     validate_node_features,
 )
 
+if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
+    from jaxtyping import Float
+
 Array = jax.Array
 Params = Mapping[str, Array]
 
-ACTIVATION_FNS = {
+ACTIVATION_FNS: dict[str, Callable[[Array], Array]] = {
     "tanh": jnp.tanh,
     "relu": jax.nn.relu,
     "sigmoid": jax.nn.sigmoid,
@@ -64,7 +69,8 @@ def required_keys(cfg: SWANConfig) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> dict[str, Array]:
+def init_params(key: Array, hidden: int, cfg: SWANConfig,
+                dtype: DTypeLike = jnp.float32) -> dict[str, Array]:
     """Raw parameters for a block of width `hidden`.
 
     `W, V, Z` are `[d, d]` (or `[L, d, d]` without weight sharing) drawn from
@@ -82,7 +88,7 @@ def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> 
     lead = () if cfg.weight_sharing else (cfg.num_layers,)
     keys = jax.random.split(key, 6)
 
-    def uniform(k, shape, fan_in):
+    def uniform(k: Array, shape: tuple[int, ...], fan_in: int) -> Array:
         b = 1.0 / jnp.sqrt(fan_in)
         return jax.random.uniform(k, shape, dtype, -b, b)
 
@@ -101,7 +107,8 @@ def init_params(key: Array, hidden: int, cfg: SWANConfig, dtype=jnp.float32) -> 
     return params
 
 
-def learned_edge_weights(params: Params, graph: Graph, x0: Array, cfg: SWANConfig) -> Array:
+def learned_edge_weights(params: Params, graph: Graph, x0: Float[Array, "N d"],
+                         cfg: SWANConfig) -> Float[Array, " pairs"]:
     """`F` on the existing edges (Appendix A.2, eqs. edgeFeat, embedEdges).
 
     For edge `v -> u` (sender v, receiver u):
@@ -116,13 +123,14 @@ def learned_edge_weights(params: Params, graph: Graph, x0: Array, cfg: SWANConfi
 
 
 def build_operators(
-    params: Params, graph: Graph, x0: Array, cfg: SWANConfig
+    params: Params, graph: Graph, x0: Float[Array, "N d"], cfg: SWANConfig
 ) -> EdgeOperators | SlotOperators:
     """`A_hat`, `A_tilde` (or `A_hat_F`, `A_tilde_F` from `x0`), built once per solve:
     edge weights on a GraphsTuple, slot values on a `PreparedGraph`."""
     weights = learned_edge_weights(params, graph, x0, cfg) if cfg.learned_operators else None
-    return as_operator(graph).operators(cfg.adjacency, weights, num_nodes=x0.shape[0],
-                                        dtype=x0.dtype)
+    ops: EdgeOperators | SlotOperators = as_operator(graph).operators(
+        cfg.adjacency, weights, num_nodes=x0.shape[0], dtype=x0.dtype)
+    return ops
 
 
 def layer_index(t: Array | float, cfg: SWANConfig) -> Array:
@@ -145,11 +153,11 @@ def step_params(params: Params, t: Array | float, cfg: SWANConfig) -> Params:
 def field_with_operators(
     params: Params,
     graph: Graph,
-    x: Array,
+    x: Float[Array, "N d"],
     ops: EdgeOperators | SlotOperators,
     cfg: SWANConfig,
     t: Array | float = 0.0,
-) -> Array:
+) -> Float[Array, "N d"]:
     """The vector field with precomputed operators (`build_operators`): `[N, d] -> [N, d]`.
 
     `pre = X (W - W^T - gamma I) + b + Phi + beta Psi`, one `GraphOps.mix` of the graph:
@@ -182,9 +190,9 @@ def expected_param_shapes(cfg: SWANConfig, hidden: int) -> dict[str, tuple[int, 
 def check_inputs(
     params: Params,
     graph: Graph,
-    x: Array,
+    x: Float[Array, "N d"],
     cfg: SWANConfig,
-    x0: Array | None = None,
+    x0: Float[Array, "N d"] | None = None,
 ) -> None:
     """Host-side checks of config, parameters, graph and state (skipped under tracing).
 
@@ -225,12 +233,12 @@ def check_inputs(
 def vector_field(
     params: Params,
     graph: Graph,
-    x: Array,
+    x: Float[Array, "N d"],
     cfg: SWANConfig,
     *,
     t: Array | float = 0.0,
-    x0: Array | None = None,
-) -> Array:
+    x0: Float[Array, "N d"] | None = None,
+) -> Float[Array, "N d"]:
     """`dX/dt` of SWAN at state `x` (docs/conventions.md, eq. graph-wise SWAN).
 
     Args:

@@ -401,8 +401,8 @@ def _word(text: str, item: Any) -> Any:
 def field_settings(cls: type) -> dict[str, tuple[dataclasses.Field, Any, Setting]]:
     """name -> (field, resolved type hint, Setting) of every declared setting of `cls`."""
     hints = typing.get_type_hints(cls)
-    return {f.name: (f, hints[f.name], spec_of(f)) for f in dataclasses.fields(cls)
-            if spec_of(f) is not None}
+    return {f.name: (f, hints[f.name], spec) for f in dataclasses.fields(cls)
+            if (spec := spec_of(f)) is not None}
 
 
 def check_fields(obj: Any, names: typing.Iterable[str] | None = None) -> dict[str, Any]:
@@ -466,7 +466,7 @@ def _keyword_problem(name: str, value: Any, hint: Any, spec: Setting) -> str | N
     if item is bool and not isinstance(value, bool | np.bool_):
         return f"{name} must be true or false, got {value!r}"
     if item is int and (not isinstance(value, numbers.Integral)
-                        or not spec.in_range(value)):
+                        or not spec.in_range(int(value))):
         return f"{name} must be an integer {spec.range_text()}, got {value!r}"
     if item is not float:
         return None

@@ -25,28 +25,34 @@ import functools
 import logging
 import numbers
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from swan_jax.config import SWANConfig
-from swan_jax.field import Graph, Params, build_operators, check_inputs, field_with_operators
-from swan_jax.graph import gather, is_traced, traced_checks
+from swan_jax.field import Params, build_operators, check_inputs, field_with_operators
+from swan_jax.graph import Graph, gather, is_traced, traced_checks
 from swan_jax.settings import Spelling, check_fields, setting
 
-Array = jax.Array
+if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
+    from jaxtyping import Float
 
-FIXED_STEP_SOLVERS: dict[str, Callable[[], diffrax.AbstractSolver]] = {
+Array = jax.Array
+Solver = diffrax.AbstractSolver[Any]
+Controller = diffrax.AbstractStepSizeController[Any, Any]
+
+FIXED_STEP_SOLVERS: dict[str, Callable[[], Solver]] = {
     "euler": diffrax.Euler,
     "heun": diffrax.Heun,
     "midpoint": diffrax.Midpoint,
     "ralston": diffrax.Ralston,
 }
-ADAPTIVE_SOLVERS: dict[str, Callable[[], diffrax.AbstractSolver]] = {
+ADAPTIVE_SOLVERS: dict[str, Callable[[], Solver]] = {
     "bosh3": diffrax.Bosh3,
     "tsit5": diffrax.Tsit5,
     "dopri5": diffrax.Dopri5,
@@ -93,7 +99,7 @@ class IntegratorConfig:
         for name, value in check_fields(self).items():
             object.__setattr__(self, name, value)
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """The keyword arguments of `solve` and `SWANBlock` (solver first)."""
         return dataclasses.asdict(self)
 
@@ -167,7 +173,7 @@ class Advice:
         else:
             words = [spell(name, None) for name in self.settings]
             head, joiner = self.verb, " / "
-        return None if None in words else f"{head} {joiner.join(words)}"
+        return None if None in words else f"{head} {joiner.join(cast(list[str], words))}"
 
 
 # The ways out `solve` offers.
@@ -300,7 +306,7 @@ def clear_errors() -> Iterator[None]:
             _CALLBACK_LOG.removeFilter(_OWN_CALLBACK_ERRORS)
 
 
-def check_solve_options(rtol, atol, max_steps) -> None:
+def check_solve_options(rtol: Any, atol: Any, max_steps: Any) -> None:
     """Refuse what the CLI refuses: tolerances must be finite numbers > 0, `max_steps` an
     integer >= 1 (traced tolerances, e.g. under `vmap`, are not checked)."""
     for name, value in (("rtol", rtol), ("atol", atol)):
@@ -308,7 +314,9 @@ def check_solve_options(rtol, atol, max_steps) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real | np.ndarray | jax.Array):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if np.ndim(value) != 0 or not (np.isfinite(float(value)) and float(value) > 0):
+        # numpy's stubs take no numbers.Real (an ABC, not a type they list)
+        if (np.ndim(value) != 0  # type: ignore[arg-type]
+                or not (np.isfinite(float(value)) and float(value) > 0)):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     if max_steps is not None and (isinstance(max_steps, bool)
                                   or not isinstance(max_steps, numbers.Integral)
@@ -316,7 +324,7 @@ def check_solve_options(rtol, atol, max_steps) -> None:
         raise ValueError(f"max_steps must be an integer >= 1 (or None), got {max_steps!r}")
 
 
-def check_solver_name(solver: str | diffrax.AbstractSolver) -> None:
+def check_solver_name(solver: str | Solver) -> None:
     """Raise `ValueError` listing the valid names when `solver` is unknown."""
     if isinstance(solver, diffrax.AbstractSolver):
         return
@@ -324,7 +332,7 @@ def check_solver_name(solver: str | diffrax.AbstractSolver) -> None:
         raise ValueError(f"unknown solver {solver!r}; valid solvers: {', '.join(SOLVERS)}")
 
 
-def make_solver(solver: str | diffrax.AbstractSolver) -> tuple[diffrax.AbstractSolver, bool]:
+def make_solver(solver: str | Solver) -> tuple[Solver, bool]:
     """The diffrax solver and whether it steps adaptively by default."""
     check_solver_name(solver)
     if isinstance(solver, diffrax.AbstractSolver):
@@ -334,27 +342,28 @@ def make_solver(solver: str | diffrax.AbstractSolver) -> tuple[diffrax.AbstractS
     return ADAPTIVE_SOLVERS[solver](), True
 
 
-def _make_adjoint(adjoint: str, solver: diffrax.AbstractSolver, checkpoints: int | None):
+def _make_adjoint(adjoint: str, solver: Solver, checkpoints: int | None
+                  ) -> diffrax.AbstractAdjoint:
     if adjoint == "recursive":
         return diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints)
-    if adjoint == "backsolve":
-        return diffrax.BacksolveAdjoint(solver=solver)
+    if adjoint == "backsolve":  # diffrax leaves BacksolveAdjoint's __init__ unannotated
+        return diffrax.BacksolveAdjoint(solver=solver)  # type: ignore[no-untyped-call]
     if adjoint == "direct":
         return diffrax.DirectAdjoint()
     raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
 
 
-def _swan_term(t, y, args):
+def _swan_term(t: Any, y: Array, args: tuple[Any, ...]) -> Array:  # t: a scalar of diffrax's
     params, graph, ops, cfg = args
     return field_with_operators(params, graph, y, ops, cfg, t)
 
 
-def layer_times(cfg: SWANConfig, dtype=jnp.float32) -> Array:
+def layer_times(cfg: SWANConfig, dtype: DTypeLike = jnp.float32) -> Array:
     """`[L + 1]` times `l * epsilon`, l = 0..L: the layer boundaries."""
     return jnp.arange(cfg.num_layers + 1, dtype=dtype) * jnp.asarray(cfg.epsilon, dtype)
 
 
-def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
+def _fixed_steps(solver: Solver, x0: Array, args: tuple[Any, ...], times: Array,
                  save_trajectory: bool, name: str) -> Array:
     """One `solver.step` per layer interval `[times[l], times[l + 1]]`.
 
@@ -365,7 +374,8 @@ def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
     state = solver.init(term, times[0], times[1], x0, args)
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
 
-    def body(carry, index):
+    def body(carry: tuple[Array, Any, Array], index: Array
+             ) -> tuple[tuple[Array, Any, Array], Any]:  # the state saved, or None
         y, solver_state, ok = carry
         y_next, _, _, solver_state, result = solver.step(
             term, times[index], times[index + 1], y, args, solver_state, made_jump=False)
@@ -383,17 +393,18 @@ def _fixed_steps(solver: diffrax.AbstractSolver, x0: Array, args, times: Array,
         # the program free of host callbacks, which JAX's persistent compilation cache
         # refuses to store: the training and evaluation programs are reused from it.
         return out
-    return eqx.error_if(out, ~ok, _failure(f"solver {name!r} failed a fixed step (for an "
-                                           f"implicit solver: its root find did not converge)",
-                                           SMALLER_STEPS))
+    checked: Array = eqx.error_if(
+        out, ~ok, _failure(f"solver {name!r} failed a fixed step (for an implicit solver: its "
+                           f"root find did not converge)", SMALLER_STEPS))
+    return checked
 
 
 def solve(
     params: Params,
     graph: Graph,
-    x0: Array,
+    x0: Float[Array, "N d"],
     cfg: SWANConfig,
-    solver: str | diffrax.AbstractSolver = DEFAULT_INTEGRATOR.solver,
+    solver: str | Solver = DEFAULT_INTEGRATOR.solver,
     *,
     rtol: float = DEFAULT_INTEGRATOR.rtol,
     atol: float = DEFAULT_INTEGRATOR.atol,
@@ -402,7 +413,7 @@ def solve(
     max_steps: int | None = DEFAULT_INTEGRATOR.max_steps,
     save_trajectory: bool = False,
     check_traced: bool = False,
-    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    stepsize_controller: Controller | None = None,
     saveat: diffrax.SaveAt | None = None,
 ) -> Any:
     """Integrate SWAN from `x0` over `[0, num_layers * epsilon]`.
@@ -457,16 +468,18 @@ def solve(
                          "saveat=diffrax.SaveAt(ts=layer_times(cfg))")
     if check_traced:
         traced_checks(graph, x0)
-    options = dict(rtol=rtol, atol=atol, adjoint=adjoint, adaptive=adaptive,
-                   max_steps=max_steps, save_trajectory=save_trajectory,
-                   controller=stepsize_controller, saveat=saveat)
+    options: dict[str, Any] = dict(
+        rtol=rtol, atol=atol, adjoint=adjoint, adaptive=adaptive, max_steps=max_steps,
+        save_trajectory=save_trajectory, controller=stepsize_controller, saveat=saveat)
     if is_traced(params, graph, x0, cfg):
         return _solve(params, graph, x0, cfg, solver, **options)
     with clear_errors():  # called eagerly: the run-time errors surface here
-        return jax.block_until_ready(_solve_eagerly(params, graph, x0, cfg, solver, options))
+        solution = _solve_eagerly(params, graph, x0, cfg, solver, options)
+        return jax.block_until_ready(solution)  # type: ignore[no-untyped-call]  # jax: unannotated
 
 
-def _solve_eagerly(params, graph, x0, cfg, solver, options: dict) -> Any:
+def _solve_eagerly(params: Params, graph: Graph, x0: Array, cfg: SWANConfig,
+                   solver: str | Solver, options: dict[str, Any]) -> Any:
     """An eager `solve` as one compiled program, cached by its static options.
 
     Op by op, `_solve` would trace its step loop afresh (a new closure) and compile it
@@ -483,19 +496,20 @@ def _solve_eagerly(params, graph, x0, cfg, solver, options: dict) -> Any:
 
 
 @functools.partial(jax.jit, static_argnums=4)
-def _solve_compiled(params, graph, x0, cfg, key) -> Any:
+def _solve_compiled(params: Params, graph: Graph, x0: Array, cfg: SWANConfig,
+                    key: tuple[Any, ...]) -> Any:
     solver, options = key[0], dict(key[1])
     return _solve(params, graph, x0, cfg, solver, **options)
 
 
-def _is_adaptive(controller: diffrax.AbstractStepSizeController | None) -> bool:
+def _is_adaptive(controller: Controller | None) -> bool:
     """Whether a controller chooses its steps from error estimates (also when clipped)."""
     inner = getattr(controller, "controller", controller)  # ClipStepSizeController
     return isinstance(inner, diffrax.AbstractAdaptiveStepSizeController)
 
 
-def _stepping(solver, diffrax_solver: diffrax.AbstractSolver, default_adaptive: bool,
-              adaptive: bool | None, controller, name: str) -> bool:
+def _stepping(solver: str | Solver, diffrax_solver: Solver, default_adaptive: bool,
+              adaptive: bool | None, controller: Controller | None, name: str) -> bool:
     """Whether the solve steps adaptively; refuses an adaptive controller (or
     `adaptive=True`) with a solver that takes fixed steps, before anything is traced."""
     wants = _is_adaptive(controller)
@@ -515,8 +529,8 @@ def _stepping(solver, diffrax_solver: diffrax.AbstractSolver, default_adaptive: 
     return adaptive
 
 
-def _root_find_tolerances(solver: diffrax.AbstractImplicitSolver, rtol: float, atol: float
-                          ) -> diffrax.AbstractImplicitSolver:
+def _root_find_tolerances(solver: diffrax.AbstractImplicitSolver[Any], rtol: float,
+                          atol: float) -> diffrax.AbstractImplicitSolver[Any]:
     """An implicit solver whose root finder takes `rtol`, `atol` (and the RMS norm, as
     diffrax's PID controller does) where it would take them from an adaptive step-size
     controller: with fixed steps there is none, and diffrax stops with an error (or, in
@@ -527,11 +541,13 @@ def _root_find_tolerances(solver: diffrax.AbstractImplicitSolver, rtol: float, a
     if not unset:
         return solver
     given = {"rtol": rtol, "atol": atol, "norm": diffrax.PIDController(rtol=rtol, atol=atol).norm}
-    return eqx.tree_at(lambda s: tuple(getattr(s.root_finder, a) for a in unset), solver,
-                       tuple(given[a] for a in unset))
+    tuned: diffrax.AbstractImplicitSolver[Any] = eqx.tree_at(
+        lambda s: tuple(getattr(s.root_finder, a) for a in unset), solver,
+        tuple(given[a] for a in unset))
+    return tuned
 
 
-def _check_one_float_dtype(name: str, params, x0: Array) -> None:
+def _check_one_float_dtype(name: str, params: Params, x0: Array) -> None:
     """Refuse parameters of another float dtype than the state for the continuous adjoint
     of an implicit solver: its root find linearises state and parameter cotangents as one
     vector, which lineax refuses with a traceback ("unravel function given array of dtype
@@ -546,8 +562,10 @@ def _check_one_float_dtype(name: str, params, x0: Array) -> None:
             f"'recursive' or 'direct'")
 
 
-def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max_steps,
-           save_trajectory, controller, saveat):
+def _solve(params: Params, graph: Graph, x0: Array, cfg: SWANConfig, solver: str | Solver,
+           *, rtol: float, atol: float, adjoint: str, adaptive: bool | None,
+           max_steps: int | None, save_trajectory: bool, controller: Controller | None,
+           saveat: diffrax.SaveAt | None) -> Any:
     diffrax_solver, default_adaptive = make_solver(solver)
     if adjoint not in ADJOINTS:
         raise ValueError(f"unknown adjoint {adjoint!r}; valid adjoints: {', '.join(ADJOINTS)}")
@@ -591,7 +609,8 @@ def _solve(params, graph, x0, cfg, solver, *, rtol, atol, adjoint, adaptive, max
     return ys if save_trajectory or custom_saveat else ys[-1]
 
 
-def _checked(solution: diffrax.Solution, name: str, max_steps: int, implicit_ok: bool):
+def _checked(solution: diffrax.Solution, name: str, max_steps: int, implicit_ok: bool
+             ) -> Any:
     """`solution.ys`, failing at run time (`SolverError`, through `clear_errors`) when the
     budget ran out or the integration failed; the advice names only what can run on
     this state (an implicit solver's dense Jacobian may not fit: `implicit_fits`)."""

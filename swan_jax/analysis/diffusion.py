@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jraph
+from jax.typing import DTypeLike
 
 from swan_jax.analysis.trajectories import trajectory_from_steps
 from swan_jax.graph import aggregate, edge_operators, in_degree, plain_graph
@@ -38,7 +39,7 @@ def laplacian_apply(graph: jraph.GraphsTuple, x: Array, kind: str = "sym") -> Ar
 
 
 def dense_laplacian(graph: jraph.GraphsTuple, num_nodes: int, kind: str = "sym",
-                    dtype=jnp.float32) -> Array:
+                    dtype: DTypeLike = jnp.float32) -> Array:
     """The `[N, N]` Laplacian of `laplacian_apply`."""
     return jax.vmap(lambda e: laplacian_apply(graph, e[:, None], kind)[:, 0], out_axes=1)(
         jnp.eye(num_nodes, dtype=dtype))
@@ -56,7 +57,7 @@ def heat_trajectory(graph: jraph.GraphsTuple, x0: Array, epsilon: float, num_lay
 
 
 def heat_jacobian(graph: jraph.GraphsTuple, num_nodes: int, width: int, kind: str = "sym",
-                  dtype=jnp.float32) -> Array:
+                  dtype: DTypeLike = jnp.float32) -> Array:
     """Jacobian of `-L X` in `vec` order: `-(I_d (x) L)`, `[N d, N d]`; real, `<= 0` spectrum."""
     lap = dense_laplacian(graph, num_nodes, kind, dtype)
     return -jnp.kron(jnp.eye(width, dtype=dtype), lap)

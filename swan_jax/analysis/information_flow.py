@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
 import jraph
 import numpy as np
+from jax.typing import DTypeLike
 
 from swan_jax.analysis.trajectories import TrajectoryFn, swan_trajectory_fn
 from swan_jax.config import SWANConfig
@@ -25,7 +26,8 @@ from swan_jax.field import Params, check_inputs
 Array = jax.Array
 
 
-def source_basis(num_nodes: int, width: int, source: int, dtype=jnp.float32) -> Array:
+def source_basis(num_nodes: int, width: int, source: int,
+                 dtype: DTypeLike = jnp.float32) -> Array:
     """The `d` tangents `e_u (x) e_c`, c = 0..d-1, of node u = `source`: `[d, N, d]`."""
     channels = jnp.arange(width)
     return jnp.zeros((width, num_nodes, width), dtype).at[channels, source, channels].set(1)
@@ -35,13 +37,13 @@ def _block_norms(trajectory_fn: TrajectoryFn, x0: Array, basis: Array,
                  vectorize: bool = True) -> Array:
     """Frobenius norms over the `d x d` blocks of the pushed-forward basis: `[L + 1, N]`."""
 
-    def squared(tangent):  # [L + 1, N, d_out] -> [L + 1, N]
+    def squared(tangent: Array) -> Array:  # [L + 1, N, d_out] -> [L + 1, N]
         return jnp.sum(jax.jvp(trajectory_fn, (x0,), (tangent,))[1] ** 2, axis=-1)
 
     if vectorize:  # all d JVPs at once
         total = jnp.sum(jax.vmap(squared)(basis), axis=0)
     else:  # one JVP after another: memory of a single trajectory tangent
-        def accumulate(carry, tangent):
+        def accumulate(carry: Array, tangent: Array) -> tuple[Array, None]:
             return carry + squared(tangent), None
 
         start = jnp.zeros(jax.eval_shape(squared, basis[0]).shape, basis.dtype)
@@ -77,12 +79,14 @@ def trajectory_sensitivity(trajectory_fn: TrajectoryFn, x0: Array, source: int, 
       `[L + 1, N]`: entry `[l, v]` is the Frobenius norm of the `d x d` block
       `d x_v(l) / d x_u(0)`.
     """
-    basis = source_basis(*x0.shape, source, x0.dtype)
+    basis = source_basis(*cast(tuple[int, int], x0.shape), source, x0.dtype)  # [N, d]
     return _compiled_block_norms(trajectory_fn, vectorize)(x0, basis)
 
 
 @functools.partial(jax.jit, static_argnames=("solver", "solve_options", "vectorize"))
-def _swan_block_norms(params, graph, x0, cfg, basis, solver, solve_options, vectorize):
+def _swan_block_norms(params: Params, graph: jraph.GraphsTuple, x0: Array, cfg: SWANConfig,
+                      basis: Array, solver: str, solve_options: tuple[tuple[str, Any], ...],
+                      vectorize: bool) -> Array:
     trajectory_fn = swan_trajectory_fn(params, graph, cfg, solver, **dict(solve_options))
     return _block_norms(trajectory_fn, x0, basis, vectorize)
 
@@ -116,11 +120,14 @@ def sensitivity(
     """
     if trajectory_fn is not None:
         return trajectory_sensitivity(trajectory_fn, x0, source, vectorize=vectorize)
+    if params is None or graph is None or cfg is None:
+        raise ValueError("sensitivity needs params, graph and cfg (or a trajectory_fn)")
     check_inputs(params, graph, x0, cfg)
-    basis = source_basis(*x0.shape, source, x0.dtype)
+    basis = source_basis(*cast(tuple[int, int], x0.shape), source, x0.dtype)  # [N, d]
     options = tuple(sorted({"adjoint": "direct", **solve_kwargs}.items()))
     graph = graph._replace(nodes=None, edges=None, globals=None)  # only the structure is read
-    return _swan_block_norms(params, graph, x0, cfg, basis, solver, options, vectorize)
+    norms: Array = _swan_block_norms(params, graph, x0, cfg, basis, solver, options, vectorize)
+    return norms
 
 
 def hop_distances(graph: jraph.GraphsTuple, source: int, num_nodes: int | None = None

@@ -9,6 +9,7 @@ The matrices are dense `[N d, N d]`: for graphs of up to a few hundred nodes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ from swan_jax.field import (
     field_with_operators,
     step_params,
 )
-from swan_jax.graph import dense_operator, plain_graph
+from swan_jax.graph import EdgeOperators, dense_operator, plain_graph
 
 Array = jax.Array
 # A map of node states `[N, d] -> [N, d]` (one layer, or the field at a fixed time).
@@ -46,7 +47,8 @@ def unvec(v: Array, num_nodes: int, width: int) -> Array:
 def map_jacobian(fn: StateMap, x: Array) -> Array:
     """Jacobian of a map `[N, d] -> [N, d]` at `x`, in `vec` order: `[N d, N d]` (jacfwd)."""
     num_nodes, width = x.shape
-    return jax.jacfwd(lambda v: vec(fn(unvec(v, num_nodes, width))))(vec(x))
+    jacobian: Array = jax.jacfwd(lambda v: vec(fn(unvec(v, num_nodes, width))))(vec(x))
+    return jacobian
 
 
 def graph_jacobian(
@@ -103,7 +105,8 @@ def jacobian_factors(
     check_inputs(params, graph, x, cfg, x0)
     graph = plain_graph(graph)  # dense matrices from edge lists; same numbers as the slots
     num_nodes, width = x.shape
-    ops = build_operators(params, graph, x if x0 is None else x0, cfg)
+    # a GraphsTuple's operators: edge weights
+    ops = cast(EdgeOperators, build_operators(params, graph, x if x0 is None else x0, cfg))
     a_hat = dense_operator(graph, ops.w_hat, num_nodes)
     a_tilde = dense_operator(graph, ops.w_tilde, num_nodes)
     p = step_params(params, t, cfg)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +44,8 @@ def swan_field_params(variables: Mapping[str, Any]) -> dict[str, Array]:
 
 def encoded_input(model: Model, variables: Mapping[str, Any], graph: jraph.GraphsTuple) -> Array:
     """`x(0) = encoder(graph)` of a `sj.Model`: the state the SWAN block starts from. `[N, d]`."""
-    return model.apply(variables, graph, method=lambda module, g: module.encoder(g))
+    # flax types `apply` as output or (output, state); without `mutable`, the output
+    return cast(Array, model.apply(variables, graph, method=lambda module, g: module.encoder(g)))
 
 
 def load_checkpoint_params(

@@ -5,7 +5,7 @@ and drift measurements: SWAN's solver run, and the layer maps of message-passing
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -37,12 +37,14 @@ def mpnn_layer_maps(
       `num_layers` maps `[N, hidden] -> [N, hidden]`.
     """
     layer_cls = BASELINE_LAYERS[stack.kind]
-    maps = []
+    maps: list[StateMap] = []
     for index in range(stack.num_layers):
         layer_vars = {"params": stack_params[f"{layer_cls.__name__}_{index}"]}
 
-        def layer_map(x: Array, layer_vars=layer_vars) -> Array:
-            return stack.activation(layer_cls(stack.hidden).apply(layer_vars, graph, x))
+        def layer_map(x: Array, layer_vars: dict[str, Any] = layer_vars) -> Array:
+            # flax types `apply` as output or (output, state); without `mutable`, the output
+            out = cast(Array, layer_cls(stack.hidden).apply(layer_vars, graph, x))
+            return stack.activation(out)
 
         maps.append(layer_map)
     return maps
@@ -59,7 +61,7 @@ def trajectory_from_steps(steps: Sequence[StateMap] | StateMap, num_layers: int 
             raise ValueError("num_layers is needed when one shared step map is given")
 
         def shared(x0: Array) -> Array:
-            def body(x, _):
+            def body(x: Array, _: None) -> tuple[Array, Array]:
                 x_next = steps(x)
                 return x_next, x_next
 
@@ -86,6 +88,8 @@ def swan_trajectory_fn(params: Params, graph: jraph.GraphsTuple, cfg: SWANConfig
     solve_kwargs.setdefault("adjoint", "direct")
 
     def trajectory(x0: Array) -> Array:
-        return solve(params, graph, x0, cfg, solver, save_trajectory=True, **solve_kwargs)
+        states: Array = solve(params, graph, x0, cfg, solver, save_trajectory=True,
+                              **solve_kwargs)
+        return states
 
     return trajectory

@@ -23,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import jax
 import jraph
 import numpy as np
 
@@ -55,10 +56,10 @@ class Batch(NamedTuple):
     """
 
     graph: PreparedGraph | jraph.GraphsTuple
-    node_targets: np.ndarray | None
-    graph_targets: np.ndarray | None
-    node_mask: np.ndarray
-    graph_mask: np.ndarray
+    node_targets: np.ndarray | jax.Array | None  # NumPy on the host, JAX on the device
+    graph_targets: np.ndarray | jax.Array | None
+    node_mask: np.ndarray | jax.Array
+    graph_mask: np.ndarray | jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,6 +202,7 @@ def budget_for(datasets: GraphDataset | list[GraphDataset], batch_size: int,
                                                                                     strict=True)))
     size = min(batch_size, len(stacked.nodes))
     rng = np.random.default_rng(0)
+    totals: list[float]
     if size == len(stacked.nodes):  # the whole set fits in one batch: exactly that
         totals = [int(part.sum()) for part in stacked]
     elif slack is not None:
@@ -213,7 +215,7 @@ def budget_for(datasets: GraphDataset | list[GraphDataset], batch_size: int,
     overflow = max(totals[2], stacked.overflow.max(initial=0))
     pairs = max(totals[3], stacked.pairs.max(initial=0)) + 1  # + the padding self-loops
     return Budget(n_node=_round_up(nodes), n_edge=_round_up(edges), n_graph=batch_size + 1,
-                  slot_width=int(slot_width) if prepared else None,
+                  slot_width=int(slot_width) if prepared and slot_width is not None else None,
                   n_overflow=int(math.ceil(overflow)) if prepared else 0,
                   n_pair=_round_up(pairs) if prepared else 0)
 
@@ -329,8 +331,9 @@ def iterate_batches(dataset: GraphDataset, batch_size: int, budget: Budget,
 
 def stack_batches(batches: list[Batch]) -> Batch:
     """`D` batches of one budget -> one `Batch` whose arrays lead with a `[D]` axis."""
-    return Batch(*(None if parts[0] is None else _stack(parts)
-                   for parts in zip(*batches, strict=True)))
+    fields: list[Any] = [None if parts[0] is None else _stack(parts)
+                         for parts in zip(*batches, strict=True)]
+    return Batch(*fields)
 
 
 def _stack(parts):

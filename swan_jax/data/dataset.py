@@ -328,7 +328,7 @@ class GraphDataset:
         targets = None if graph_targets is None else _as_rows(graph_targets)
         if targets is not None and len(targets) != len(parts):
             raise ValueError(f"graph_targets has {len(targets)} rows for {len(parts)} graphs")
-        return cls(
+        columns: dict[str, Any] = dict(  # arrays after `__post_init__`
             nodes=_joined(parts, "nodes", required=True),
             edges=_joined(parts, "edges"),
             senders=_joined(parts, "senders", required=True, empty=(0,)),
@@ -337,8 +337,8 @@ class GraphDataset:
             n_edge=[len(p["senders"]) for p in parts],
             node_targets=_joined(parts, "node_targets"),
             graph_targets=targets if targets is not None else _joined(parts, "graph_targets"),
-            meta=dict(meta or {}),
         )
+        return cls(**columns, meta=dict(meta or {}))
 
     def save(self, path: str | Path, **extra: np.ndarray) -> None:
         """Write atomically (temporary file, then rename) with the cache version stamp,
@@ -375,7 +375,7 @@ class GraphDataset:
                 if "nodes" not in f or "n_node" not in f:
                     raise ValueError(f"it holds {sorted(f.files)}, not the arrays of "
                                      f"GraphDataset.save")
-                fields = {k: (f[k] if k in f else None) for k in _FIELDS}
+                fields: dict[str, Any] = {k: (f[k] if k in f else None) for k in _FIELDS}
                 meta = json.loads(str(f["meta_json"])) if "meta_json" in f else {}
         except (OSError, ValueError, EOFError) as err:
             raise ValueError(f"{path} is not a GraphDataset file ({err})".replace("\n", " ")
@@ -397,7 +397,7 @@ class GraphDataset:
             with np.load(path, allow_pickle=False) as f:
                 if "cache_version" not in f or int(f["cache_version"]) != CACHE_VERSION:
                     return None
-                fields = {k: (f[k] if k in f else None) for k in _FIELDS}
+                fields: dict[str, Any] = {k: (f[k] if k in f else None) for k in _FIELDS}
                 extra = {k[len("extra_"):]: f[k] for k in f.files if k.startswith("extra_")}
                 meta = json.loads(str(f["meta_json"])) if "meta_json" in f else {}
         except FileNotFoundError:

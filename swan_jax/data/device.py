@@ -19,7 +19,7 @@ Local to batch: a graph at batch position `b` starts at node `s_b` and at overfl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, overload
 
 import jax
 import jax.numpy as jnp
@@ -85,6 +85,12 @@ class DeviceData(NamedTuple):
     pair_sender: jax.Array | None
     pair_slot: jax.Array | None
     pair_count: jax.Array | None
+
+
+@overload
+def _with_zero_row(arr: np.ndarray) -> np.ndarray: ...
+@overload
+def _with_zero_row(arr: None) -> None: ...
 
 
 def _with_zero_row(arr: np.ndarray | None) -> np.ndarray | None:
@@ -166,9 +172,10 @@ def host_data(dataset: GraphDataset, budget: Budget) -> DeviceData:
                       n_pair=np.zeros(len(dataset), np.int32))
     for name in ("n_node", "n_edge"):
         layout[name] = counts[name]
-    out = {name: (np.concatenate([layout[name], zero]) if name in
-                  ("n_node", "n_edge", "n_overflow", "n_pair") else layout[name])
-           for name in DeviceData._fields}
+    out: dict[str, Any] = {  # NumPy arrays (`DeviceData` holds them on the device later)
+        name: (np.concatenate([layout[name], zero]) if name in
+               ("n_node", "n_edge", "n_overflow", "n_pair") else layout[name])
+        for name in DeviceData._fields}
     for name, counts_name in (("node_start", "n_node"), ("edge_start", "n_edge"),
                               ("overflow_start", "n_overflow"), ("pair_start", "n_pair")):
         out[name] = _starts(out[counts_name][:-1])
@@ -281,6 +288,9 @@ def _slot_block(rows: SlotRows, data_rows, seg, where: _Where, valid, num_nodes:
 def _node_rows(data: DeviceData, where: _Where, budget: Budget, pad_edges):
     """The `N` node rows of the slot layout, the padding node's self-loop included."""
     n, width = budget.n_node, budget.slot_width
+    # a prepared layout (`_layout`'s callers): every slot field is there
+    assert width is not None and data.node_slots is not None
+    assert data.has_overflow is not None and data.last_overflow is not None
     seg, local, valid = _locate(where.n_node, n)
     rows = data.node_start[where.ids[seg]] + local
     keep, neighbor, mirror, fwd, bwd, pair = _slot_block(
@@ -305,6 +315,8 @@ def _node_rows(data: DeviceData, where: _Where, budget: Budget, pad_edges):
 def _overflow_rows(data: DeviceData, where: _Where, budget: Budget):
     """The `O` overflow rows: real ones mapped, the rest owned by the last node."""
     n, o, width = budget.n_node, budget.n_overflow, budget.slot_width
+    assert width is not None and data.overflow_slots is not None  # a prepared layout
+    assert data.overflow_owner is not None
     seg, local, valid = _locate(data.n_overflow[where.ids], o)
     rows = data.overflow_start[where.ids[seg]] + local
     keep, neighbor, mirror, fwd, bwd, pair = _slot_block(
@@ -321,6 +333,9 @@ def _overflow_rows(data: DeviceData, where: _Where, budget: Budget):
 
 def _pairs(data: DeviceData, where: _Where, budget: Budget, pad_edges):
     """The `P` listed pairs, the padding node's self-loop after the real ones."""
+    assert budget.slot_width is not None and data.pair_slot is not None  # a prepared layout
+    assert data.pair_receiver is not None and data.pair_sender is not None
+    assert data.pair_count is not None
     seg, local, valid = _locate(data.n_pair[where.ids], budget.n_pair)
     rows = jnp.where(valid, data.pair_start[where.ids[seg]] + local, -1)
     node0 = where.node[seg]

@@ -149,8 +149,8 @@ def _retrieve(url: str, dest: Path, md5: str | None, *, timeout: float, retries:
     try:
         registry.fetch(dest.name, downloader=downloader)
     except ValueError as err:  # pooch: "... expected <md5> but got <md5> ..."
-        got = re.search(r"but got (\w+)", str(err))
-        got = got.group(1) if got else "unknown"
+        found = re.search(r"but got (\w+)", str(err))
+        got = found.group(1) if found else "unknown"
         raise ChecksumError(
             f"downloaded {url} has md5 {got}, expected {md5}; not saved to {dest}. "
             "The server may have served another file (or an error page): retry, "
@@ -206,8 +206,9 @@ def fetch_first(urls: Sequence[str], dest: str | Path, md5: str | None = None, *
     if len(failures) == 1:
         raise failures[0]
     last = failures[-1]
-    summary = "; ".join(f"{e.url}: {getattr(e, 'reason', None) or 'md5 ' + str(e.got)}"
-                        for e in failures)
+    summary = "; ".join(
+        f"{e.url}: {getattr(e, 'reason', None) or 'md5 ' + str(getattr(e, 'got', None))}"
+        for e in failures)
     if isinstance(last, ChecksumError):
         # `template`: the last error's words with its hint still a placeholder
         raise ChecksumError(f"no mirror served the expected file ({summary}). "

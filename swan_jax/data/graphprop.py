@@ -60,6 +60,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import networkx as nx
 import numpy as np
@@ -381,8 +382,11 @@ def make_graphprop_splits(seed: int = DEFAULT_SEED, nodes: dict | None = None,
 
 def train_max(train: GraphDataset) -> dict[str, np.ndarray]:
     """Per-column maxima of the raw training labels: `node [3]`, `graph [1]`."""
-    return {"node": train.node_targets.max(axis=0).astype(np.float32),
-            "graph": train.graph_targets.max(axis=0).astype(np.float32)}
+    node, graph = train.node_targets, train.graph_targets
+    if node is None or graph is None:
+        raise ValueError("train_max needs node- and graph-level targets (GraphProp's raw data)")
+    return {"node": node.max(axis=0).astype(np.float32),
+            "graph": graph.max(axis=0).astype(np.float32)}
 
 
 def _safe(m: np.ndarray) -> np.ndarray:
@@ -434,16 +438,19 @@ def select_task(raw: dict[str, GraphDataset], task: str, label_columns: str | No
         stats = train_max(raw["train"]) if stats is None else stats
     out = {}
     for split, data in raw.items():
+        targets = data.node_targets if task in NODE_TASKS else data.graph_targets
+        if targets is None:
+            raise ValueError(f"split {split!r} has no targets for task {task!r}")
         if task in NODE_TASKS:
             col = LABEL_COLUMNS[setting.columns][task]
-            node_t = data.node_targets[:, col:col + 1]
-            if setting.normalise:
+            node_t = targets[:, col:col + 1]
+            if stats is not None and setting.normalise:
                 node_t = node_t / _safe(stats["node"][col])
             graph_t = None
         else:
             node_t = None
-            graph_t = data.graph_targets[:, :1]
-            if setting.normalise:
+            graph_t = targets[:, :1]
+            if stats is not None and setting.normalise:
                 graph_t = graph_t / _safe(stats["graph"][0])
         out[split] = GraphDataset(
             nodes=data.nodes, edges=None, senders=data.senders, receivers=data.receivers,
@@ -477,8 +484,8 @@ def load_graphprop_raw(cache_dir: str | Path | None = None, seed: int = DEFAULT_
     loaded = {s: GraphDataset.load(p) for s, p in paths.items()}
     if all(v is not None and {"train_max_node", "train_max_graph"} <= set(v[1])
            for v in loaded.values()):
-        raw = {s: v[0] for s, v in loaded.items()}
-        extra = loaded["train"][1]
+        raw = {s: v[0] for s, v in loaded.items() if v is not None}  # every split's
+        _, extra = cast(tuple[GraphDataset, dict[str, np.ndarray]], loaded["train"])
         return raw, {"node": extra["train_max_node"], "graph": extra["train_max_graph"]}
     raw, families = {}, {}
     for i, split in enumerate(SPLITS):

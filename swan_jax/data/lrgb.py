@@ -545,7 +545,7 @@ def load_pascalvoc_sp(data_dir: str | Path | None = None, cache_dir: str | Path 
              for s in SPLITS}
     hits = {s: GraphDataset.load(cache[s]) for s in SPLITS}
     if all(h is not None for h in hits.values()):
-        out = {s: hits[s][0] for s in SPLITS}
+        out = {s: hit[0] for s, hit in hits.items() if hit is not None}  # every split's
     else:
         out = {}
         for s in SPLITS:

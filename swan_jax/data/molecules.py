@@ -162,11 +162,11 @@ def smiles_to_graph(smiles: str, name: str | None = None) -> dict[str, np.ndarra
             raise ValueError(f"{label}: bond {k}: {err}") from None
         pairs.append((bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()))
     n_feats = len(BOND_FEATURE_DIMS)
-    pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
+    ends = np.asarray(pairs, np.int32).reshape(-1, 2)
     # bond k -> edge 2k (i -> j) and edge 2k + 1 (j -> i), both with the bond's codes
     edges = np.repeat(np.asarray(feats, np.int32).reshape(-1, n_feats), 2, axis=0)
-    senders = pairs.reshape(-1)
-    receivers = pairs[:, ::-1].reshape(-1)
+    senders = ends.reshape(-1)
+    receivers = ends[:, ::-1].reshape(-1)
     return {"nodes": nodes, "edges": edges, "senders": senders.copy(),
             "receivers": receivers.copy()}
 

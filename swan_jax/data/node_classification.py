@@ -186,6 +186,7 @@ def _raw_folder(name: str, data_dir: Path, download_dir: Path, *, verify_md5: bo
     if missing:
         raise MissingDataError(missing, downloads_off=not download)
     folder = _folder_with_files(name, data_dir, download_dir)
+    assert folder is not None  # every file is there: `missing` is empty
     first = _raw_files(name)[0]
     check_md5(first, folder / _SPECS[name].files[0], download_dir, verify_md5=verify_md5)
     return folder
@@ -362,7 +363,8 @@ def load_node_dataset(name: str, data_dir: str | Path | None = None,
         n = x.shape[0]
         senders, receivers = _bidirected(edges, n) if symmetrize else edges.T
         graph = GraphDataset(nodes=x, edges=None, senders=senders, receivers=receivers,
-                             n_node=[n], n_edge=[senders.size], node_targets=targets,
+                             n_node=np.asarray([n]), n_edge=np.asarray([senders.size]),
+                             node_targets=targets,
                              meta=meta)
         graph.save(cache, num_classes=np.asarray(num_classes), **masks)
     graph.meta = meta

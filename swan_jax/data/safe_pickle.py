@@ -22,7 +22,9 @@ import functools
 import io
 import pickle
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +34,9 @@ from swan_jax.data.errors import CorruptPickleError, DataError, UnsafePickleErro
 try:  # NumPy >= 2
     from numpy._core import multiarray as _multiarray
     from numpy._core import numeric as _numeric
-except ImportError:  # pragma: no cover - NumPy 1.x
-    from numpy.core import multiarray as _multiarray
-    from numpy.core import numeric as _numeric
+except ImportError:  # pragma: no cover - NumPy 1.x (the checker sees the NumPy 2 names)
+    from numpy.core import multiarray as _multiarray  # type: ignore[no-redef]
+    from numpy.core import numeric as _numeric  # type: ignore[no-redef]
 
 
 __all__ = ["ALLOWED_GLOBALS", "TORCH_GLOBALS", "SafeUnpickler", "UnsafePickleError",
@@ -51,7 +53,7 @@ def _latin1_encode(obj, encoding="utf-8", errors="strict"):
 _NUMPY = {
     "_reconstruct": _multiarray._reconstruct,
     "scalar": _multiarray.scalar,
-    "_frombuffer": _numeric._frombuffer,
+    "_frombuffer": _numeric._frombuffer,  # type: ignore[attr-defined]  # private: no stub
 }
 _ALLOWED: dict[tuple[str, str], object] = {
     ("numpy", "ndarray"): np.ndarray,
@@ -70,7 +72,7 @@ for _name in ("dict", "list", "tuple", "set", "frozenset", "int", "float", "comp
 
 ALLOWED_GLOBALS = frozenset(_ALLOWED)
 # Mapped to NumPy builders (bound to the file's name for error messages).
-_TORCH = {
+_TORCH: dict[tuple[str, str], Callable[..., Any]] = {
     ("torch._utils", "_rebuild_tensor_v2"): torch_legacy.rebuild_tensor_v2,
     ("torch.storage", "_load_from_bytes"): torch_legacy.load_from_bytes,
 }

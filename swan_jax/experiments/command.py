@@ -26,7 +26,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from swan_jax.config import VARIANTS
 from swan_jax.experiments import cluster, flags, signals
@@ -38,7 +38,7 @@ from swan_jax.experiments.config import (
 )
 from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
-from swan_jax.experiments.sweep import Experiment, SweepRefused, run_sweep
+from swan_jax.experiments.sweep import ConfigT, Experiment, SweepRefused, run_sweep
 from swan_jax.runs.checkpoint import CheckpointError
 from swan_jax.runs.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import HintedError, SettingError
@@ -80,7 +80,7 @@ def setting_line(exp: Experiment, err: SettingError) -> str:
     return err.line(flags.subject(flags.flag_names(exp.Config), err.setting))
 
 
-def apply_flags(args: argparse.Namespace, exp: Experiment, cfg: SweepConfig) -> SweepConfig:
+def apply_flags(args: argparse.Namespace, exp: Experiment[ConfigT], cfg: ConfigT) -> ConfigT:
     """The settings and grid axes the command line gave, on top of `cfg` (checked)."""
     values, axes = flags.given(args, exp.Config)
     if axes:
@@ -88,7 +88,7 @@ def apply_flags(args: argparse.Namespace, exp: Experiment, cfg: SweepConfig) -> 
     return dataclasses.replace(cfg, **values) if values else cfg
 
 
-def parse_config(exp: Experiment, argv: Sequence[str] | None = None) -> SweepConfig:
+def parse_config(exp: Experiment[ConfigT], argv: Sequence[str] | None = None) -> ConfigT:
     """The resolved configuration of a command line. Anything refused (a flag, a key or
     value of `--config FILE`, a combination) exits with 2 and one line, before any work."""
     parser = build_parser(exp)
@@ -97,7 +97,9 @@ def parse_config(exp: Experiment, argv: Sequence[str] | None = None) -> SweepCon
     cfg = exp.base_config(args)
     if args.config is not None:
         try:
-            cfg = load_toml(exp.Config, args.config, base=cfg, experiment=exp.name)
+            # `exp.Config` is the class of the experiment's ConfigT
+            cfg = cast(ConfigT, load_toml(exp.Config, args.config, base=cfg,
+                                          experiment=exp.name))
         except SettingError as err:
             parser.error(err.line())
     try:

@@ -30,7 +30,7 @@ import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from swan_jax.config import SWANConfig
 from swan_jax.settings import (
@@ -103,7 +103,9 @@ def all_axes() -> dict[str, Entry]:
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 @functools.cache
@@ -177,7 +179,8 @@ class _FlatSettings(type):
 
 def route(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Flat names of nested settings -> their group, each value checked."""
-    entries, out, nested = schema(cls), {}, {}
+    entries, out = schema(cls), {}
+    nested: dict[str, dict[str, Any]] = {}
     for key, value in kwargs.items():
         entry = entries.get(key)
         if entry is not None and entry.group is not None:
@@ -297,8 +300,11 @@ def valid_names(cls: type) -> list[str]:
     return ["grid", "seeds"] + [n for n in names if n not in ("grid", "seeds")]
 
 
-def from_dict(cls: type[SweepConfig], values: Mapping[str, Any], *, source: str = "config",
-              base: SweepConfig | None = None, experiment: str | None = None) -> SweepConfig:
+C = TypeVar("C", bound=SweepConfig)  # a configuration class, and what it loads
+
+
+def from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "config",
+              base: C | None = None, experiment: str | None = None) -> C:
     """`base` (or `cls()`) with `values` applied, each checked as its declaration says.
 
     Raises `SettingError` (its `where` is `source`): an unknown key (naming the nearest
@@ -333,8 +339,8 @@ def from_dict(cls: type[SweepConfig], values: Mapping[str, Any], *, source: str 
         raise SettingError("", str(err), where=source) from None
 
 
-def load_toml(cls: type[SweepConfig], path: str | Path, base: SweepConfig | None = None,
-              *, experiment: str | None = None) -> SweepConfig:
+def load_toml(cls: type[C], path: str | Path, base: C | None = None,
+              *, experiment: str | None = None) -> C:
     """The configuration in a TOML file (on top of `base`); `experiment`: refuse a file
     whose `experiment = ...` names another one."""
     path = Path(path)

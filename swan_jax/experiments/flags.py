@@ -17,6 +17,7 @@ flags from the declarations keeps every existing command line, in about 100 line
 from __future__ import annotations
 
 import argparse
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,7 +73,7 @@ def add_flag(group, entry: Entry, default: Any, *, dest: str | None = None) -> N
     text = (spec.help if default is None and "(default " in spec.help
             else f"{spec.help} (default: {_shown(default)})")
     if entry.group == "grid":
-        hint = tuple[kind.item, ...]
+        hint = types.GenericAlias(tuple, (kind.item, ...))  # tuple[kind.item, ...]
         group.add_argument(*names, dest=dest, type=_text_parser(entry, hint), default=None,
                            metavar=f"{entry.name.upper()}[,...]", help=text)
     elif kind.item is bool and not kind.many:

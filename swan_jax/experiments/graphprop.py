@@ -153,7 +153,7 @@ class PropReadout(nn.Module):
         return nn.leaky_relu(y) if self.final_leaky_relu else y
 
 
-class GraphProp(Experiment):
+class GraphProp(Experiment[GraphPropConfig]):
     name, title = "graphprop", "Graph property prediction"
     paper_ref = "the paper's Table 1 (test log10 MSE)"
     run_score_names = AUTHORS_SCORES
@@ -233,7 +233,7 @@ class GraphProp(Experiment):
         _, hp = stack_hparams(program.grid, cfg.seeds, cfg.train)
         predict = jax.jit(jax.vmap(lambda p, h, g: model_fn(h).apply(p, g),
                                    in_axes=(0, 0, None)))
-        scores = [{} for _ in result.runs]
+        scores: list[dict[str, float]] = [{} for _ in result.runs]
         for split, name in zip(("val", "test"), AUTHORS_SCORES, strict=True):
             data = splits[split]
             pred = _predict_runs(predict, result.best_params, hp, data, level, batch_size)
@@ -292,7 +292,7 @@ class GraphProp(Experiment):
             error("give either --models or --variant [--layer-dependent], not both")
 
     def apply_arguments(self, args, cfg: GraphPropConfig, error) -> GraphPropConfig:
-        changes = {}
+        changes: dict[str, Any] = {}
         if args.variant is not None:
             models = tuple(v + ("-ld" if args.layer_dependent else "") for v in args.variant)
             bad = [m for m in models if m not in MODELS]

@@ -104,7 +104,7 @@ def readout_features(hidden: int, outputs: int) -> tuple[int, ...]:
     return (hidden, hidden // 2, outputs)
 
 
-class LRGB(Experiment):
+class LRGB(Experiment[LRGBConfig]):
     name, title, paper_ref = "lrgb", "LRGB", "the paper's Table 2"
     Config = LRGBConfig
     cell_axes = ("dataset", "variant")

@@ -27,6 +27,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ class NodeConfig(SweepConfig):
             range(OFFICIAL_SPLITS[self.dataset]))
 
 
-class NodeClassification(Experiment):
+class NodeClassification(Experiment[NodeConfig]):
     name, title = "node_classification", "Node classification"
     paper_ref = "the paper's scalability table"
     Config = NodeConfig
@@ -128,7 +129,7 @@ class NodeClassification(Experiment):
     track_test = False  # an epoch evaluates the validation split only: one forward pass
 
     def __init__(self) -> None:
-        self._loaded: dict[tuple, nc.NodeClassificationData] = {}
+        self._loaded: dict[tuple, Any] = {}  # a data set, or the raw files it misses
 
     def cells(self, cfg: NodeConfig):
         """Split-major (every model of split 0, then of split 1, ...): a run stopped early

@@ -97,6 +97,10 @@ def memory_limit(exp, cfg: SweepConfig, splits_of: Callable[[dict], Mapping],
     `train_config(program)`: its training settings (`sweep.train_config`). `cache`:
     figures by program identity and budget, kept by the caller (a campaign keeps them
     across machines: tracing a deep model for its estimate takes seconds)."""
+    budget_gib = cfg.program_memory_gib
+    if budget_gib is None:
+        raise ValueError("memory_limit needs a budget: set program_memory_gib")
+
     def limit(program) -> int:
         key = f"{program.ident}@{cfg.program_memory_gib:g}GiB"
         if cache is not None and key in cache:
@@ -105,7 +109,7 @@ def memory_limit(exp, cfg: SweepConfig, splits_of: Callable[[dict], Mapping],
         base = train_config(program)
         one = dataclasses.replace(base, seeds=base.seeds[:1], checkpoint_dir=None)
         total, shared = step_memory(model_fn, splits_of(program.cell), one, program.grid[:1])
-        fits = runs_that_fit(total - shared, shared, cfg.program_memory_gib * GIB)
+        fits = runs_that_fit(total - shared, shared, budget_gib * GIB)
         if cache is not None:
             cache[key] = fits
         return fits

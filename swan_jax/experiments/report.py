@@ -49,7 +49,7 @@ def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
     return ("| " + " | ".join(str(c[a]) for a in columns) + f" | {metric.upper()} | "
             f"{_cell_value(c['test_mean'], c['test_std'], metric, scale)}{diverged} | "
             + ("–" if paper is None
-               else format_mean_std(*paper, metric, percent=scale == 100.0))
+               else format_mean_std(paper[0], paper[1], metric, percent=scale == 100.0))
             + f" | {_cell_value(c['val_mean'], c['val_std'], metric, scale)} | "
             f"{max(c['epochs_run'])} | {len(c['seeds'])} | {c['params']:,} | "
             f"{'–' if spe is None else f'{spe:.2g}'} | "
@@ -72,9 +72,9 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
     header = ("| " + " | ".join(columns) + " | Metric | Test (ours) | Paper | Val (ours) | "
               "Epochs | Seeds | Params | s/epoch | Best configuration |")
     rule = "|" + " --- |" * (len(columns) + 9)
-    groups = {}
+    groups: dict[Any, list[Mapping[str, Any]]] = {}
     for cell in cells:
-        groups.setdefault(cell.get(section), []).append(cell)
+        groups.setdefault(None if section is None else cell.get(section), []).append(cell)
     for value, members in groups.items():
         if section is not None:
             lines += [f"## {exp.table_sections[1]} `{value}`", ""]

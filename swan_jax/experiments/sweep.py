@@ -26,9 +26,9 @@ import json
 import shutil
 import time
 from collections import ChainMap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import jax
 import numpy as np
@@ -56,6 +56,7 @@ from swan_jax.train import (
 )
 
 Cell = dict[str, Any]
+ConfigT = TypeVar("ConfigT", bound=SweepConfig)  # an experiment's `Config`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +68,7 @@ class Task:
     level: str  # "graph" or "node"
 
 
-class Experiment:
+class Experiment(Generic[ConfigT]):
     """Subclass, set the class attributes, override what is particular.
 
     Required: `name`, `cell_axes`, `cells`, `load_data`, `model_fn`, and `task` (a
@@ -98,34 +99,34 @@ class Experiment:
     run_score_names: ClassVar[tuple[str, ...]] = ()
 
     # ------------------------------------------------------------ what is particular
-    def cells(self, cfg: SweepConfig) -> list[Cell]:
+    def cells(self, cfg: ConfigT) -> list[Cell]:
         raise NotImplementedError
 
-    def load_data(self, cfg: SweepConfig, cell: Cell) -> Mapping[str, Split]:
+    def load_data(self, cfg: ConfigT, cell: Cell) -> Mapping[str, Split]:
         raise NotImplementedError
 
-    def model_fn(self, cfg: SweepConfig, cell: Cell, static: Mapping[str, Any]) -> ModelFn:
+    def model_fn(self, cfg: ConfigT, cell: Cell, static: Mapping[str, Any]) -> ModelFn:
         raise NotImplementedError
 
-    def task_for(self, cfg: SweepConfig, cell: Cell) -> Task:
+    def task_for(self, cfg: ConfigT, cell: Cell) -> Task:
         if self.task is None:
             raise NotImplementedError(f"{type(self).__name__} sets no task")
         return self.task
 
-    def static_axes_of(self, cfg: SweepConfig, cell: Cell) -> tuple[str, ...]:
+    def static_axes_of(self, cfg: ConfigT, cell: Cell) -> tuple[str, ...]:
         """The grid axes whose values split the cell into programs (`static_axes`); a
         traced choice (`settings.coded_choices`) not named here joins one program."""
         return self.static_axes
 
-    def grid(self, cfg: SweepConfig, cell: Cell) -> dict[str, tuple]:
+    def grid(self, cfg: ConfigT, cell: Cell) -> dict[str, tuple]:
         """The axes of a cell's grid (default: the configuration's)."""
         return dict(cfg.grid)
 
-    def data_key(self, cfg: SweepConfig, cell: Cell) -> Any:
+    def data_key(self, cfg: ConfigT, cell: Cell) -> Any:
         """Cells with equal keys share their data (loaded once)."""
         return json.dumps(cell, sort_keys=True)
 
-    def missing_data(self, cfg: SweepConfig, cell: Cell) -> str | None:
+    def missing_data(self, cfg: ConfigT, cell: Cell) -> str | None:
         """Why a cell's data cannot be had (checked for every cell before training)."""
         return None
 
@@ -136,24 +137,24 @@ class Experiment:
         """Table values are the metric times this (100: percent, as the paper prints)."""
         return self.display_scale
 
-    def run_scores(self, cfg: SweepConfig, program: Program, result: TrainResult,
+    def run_scores(self, cfg: ConfigT, program: Program, result: TrainResult,
                    splits: Mapping[str, Split]) -> list[dict[str, float]] | None:
         """Per run (in `result.runs`' order), more scores of its best parameters, named
         in `run_score_names` (GraphProp: the authors' batch-averaged score); none here."""
         return None
 
-    def extra_results(self, cfg: SweepConfig) -> dict[str, Any]:
+    def extra_results(self, cfg: ConfigT) -> dict[str, Any]:
         """More top-level entries of results.json (reference scores, ...); none here."""
         return {}
 
-    def notes(self, cfg: SweepConfig) -> list[str]:
+    def notes(self, cfg: ConfigT) -> list[str]:
         return []
 
     def plot(self, cells: Sequence[Mapping[str, Any]], path: Path) -> bool:
         """Draw the experiment's figure to `path`; False when there is nothing to draw."""
         return report.plot_against_paper(self, cells, path)
 
-    def table(self, cfg: SweepConfig, cells: Sequence[Mapping[str, Any]],
+    def table(self, cfg: ConfigT, cells: Sequence[Mapping[str, Any]],
               skipped: Sequence[str]) -> str:
         """The markdown of `table.md` (default: the test metric beside the paper's)."""
         return report.table(self, cfg, cells, skipped)
@@ -165,7 +166,10 @@ class Experiment:
         the point (the program's `static` values and the run's `hp`, traced numbers where
         the program vmaps them) and `fixed`, what the cell decides (`variant`,
         `num_layers`, ...), integrated as `cfg.integrator` says."""
-        swan = SWANConfig.from_point(ChainMap(hp, static), **fixed)  # reads only SWAN's
+        # ChainMap only reads its maps; `hp` notes which keys are read, so not copied
+        point: ChainMap[str, Any] = ChainMap(cast(MutableMapping[str, Any], hp),
+                                             cast(MutableMapping[str, Any], static))
+        swan = SWANConfig.from_point(point, **fixed)  # reads only SWAN's
         return SWANBlock(swan, **cfg.integrator.options())
 
     # ------------------------------------------------------------ its command line
@@ -173,14 +177,14 @@ class Experiment:
         """Add the experiment's shortcut flags (`--all`, ...): every setting of `Config`
         has its flag already, generated from its declaration."""
 
-    def base_config(self, args) -> SweepConfig:
+    def base_config(self, args) -> ConfigT:
         """The configuration flags start from (default: the packaged TOML)."""
         return self.default_config()
 
     def check_arguments(self, args, error) -> None:
         """Refuse combinations of flags before anything else; `error(message)` exits 2."""
 
-    def apply_arguments(self, args, cfg: SweepConfig, error) -> SweepConfig:
+    def apply_arguments(self, args, cfg: ConfigT, error) -> ConfigT:
         """The experiment's own shortcut flags on top of `cfg` (every setting's flag is
         applied already); `error(message)` exits with 2."""
         return cfg
@@ -190,19 +194,19 @@ class Experiment:
     def label(self) -> str:
         return self.title or self.name
 
-    def default_config(self, **changes: Any) -> SweepConfig:
+    def default_config(self, **changes: Any) -> ConfigT:
         """The packaged `configs/<name>.toml` (or the dataclass defaults), then `changes`."""
         path = CONFIG_DIR / f"{self.name}.toml"
         cfg = load_toml(self.Config, path) if path.exists() else self.Config()
-        return dataclasses.replace(cfg, **changes)
+        return cast(ConfigT, dataclasses.replace(cfg, **changes))  # `Config` makes ConfigTs
 
-    def plan(self, cfg: SweepConfig, cells: Sequence[Cell] | None = None) -> list[Program]:
+    def plan(self, cfg: ConfigT, cells: Sequence[Cell] | None = None) -> list[Program]:
         """Every program of every cell, in order."""
         cells = self.cells(cfg) if cells is None else cells
         programs = [program for cell in cells for program in _cell_programs(self, cfg, cell)]
         return packing.pack(programs, cfg)  # `runs_per_program` (memory: `packed_plan`)
 
-    def packed_plan(self, cfg: SweepConfig, cells: Sequence[Cell], splits_of, *,
+    def packed_plan(self, cfg: ConfigT, cells: Sequence[Cell], splits_of, *,
                     cache=None) -> list[Program]:
         """`plan`, with each static point cut to the runs whose step fits
         `cfg.program_memory_gib` (`packing`: needs the cells' data, `splits_of(cell)`;
@@ -317,7 +321,7 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         key = exp.data_key(cfg, cell)
         if key not in missing:
             missing[key] = exp.missing_data(cfg, cell)
-    gone = {}
+    gone: dict[str, list[str]] = {}
     for cell in cells:
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
@@ -369,7 +373,7 @@ def parameter_count(model_fn: ModelFn, splits: Mapping[str, Split],
     """Parameters of the model on one training graph (shapes only, nothing computed)."""
     from swan_jax.data.batching import budget_for, iterate_batches
 
-    data = splits["train"]
+    data: Any = splits["train"]
     data = getattr(data, "data", data)  # a NodeSplit's graphs
     graph = next(iterate_batches(data, 1, budget_for(data, 1))).graph
     hp = concrete_hparams(point)
@@ -479,7 +483,8 @@ class _DataCache:
     """The splits of the last data key (cells are ordered so equal keys are adjacent)."""
 
     def __init__(self, exp: Experiment, cfg: SweepConfig):
-        self.exp, self.cfg, self.key, self.splits = exp, cfg, None, None
+        self.exp, self.cfg, self.key = exp, cfg, None
+        self.splits: Mapping[str, Split] | None = None
 
     def get(self, cell: Cell):
         key = self.exp.data_key(self.cfg, cell)

@@ -25,6 +25,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import flax.linen as nn
 
@@ -104,7 +105,7 @@ class TransferConfig(SweepConfig):
         super().__post_init__()
 
 
-class Transfer(Experiment):
+class Transfer(Experiment[TransferConfig]):
     name, title, paper_ref = "transfer", "Graph transfer", "the paper's Figure 3"
     Config = TransferConfig
     cell_axes = ("topology", "distance", "model")
@@ -120,7 +121,8 @@ class Transfer(Experiment):
     def load_data(self, cfg: TransferConfig, cell):
         """The cell's splits; GPS's with LapPE (`GPS_LAP_K` eigenvectors) appended."""
         splits = load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
-                               sizes=tuple(cfg.sizes), variant=cfg.data_variant,
+                               sizes=cast(tuple[int, int, int], tuple(cfg.sizes)),
+                               variant=cfg.data_variant,
                                **cfg.data_options)
         if cell["model"] != GPS:
             return splits
@@ -214,7 +216,7 @@ class Transfer(Experiment):
                            help=f"graphs in the {split} split (a shortcut for one of --sizes)")
 
     def apply_arguments(self, args, cfg: TransferConfig, error) -> TransferConfig:
-        changes = {}
+        changes: dict[str, Any] = {}
         if args.variant:
             changes["models"] = tuple(dict.fromkeys((args.models or ()) + args.variant))
         if args.all:
@@ -227,7 +229,7 @@ class Transfer(Experiment):
             error("give --topology, --distance and --model (or --variant), or --all")
         sizes = tuple(new or old for new, old in zip(
             (args.train_size, args.val_size, args.test_size), cfg.sizes, strict=True))
-        return dataclasses.replace(cfg, sizes=sizes)
+        return dataclasses.replace(cfg, sizes=cast(tuple[int, int, int], sizes))
 
 
 def positive_int(text: str) -> int:

@@ -99,7 +99,7 @@ def ring_graph(num_nodes: int) -> jraph.GraphsTuple:
 
 
 def _check_networkx_nodes(graph: nx.Graph) -> int:
-    num_nodes = graph.number_of_nodes()
+    num_nodes: int = graph.number_of_nodes()
     if set(graph.nodes) != set(range(num_nodes)):
         raise ValueError(f"the networkx graph's nodes must be 0 ... {num_nodes - 1}; relabel "
                          "them with networkx.convert_node_labels_to_integers")
@@ -128,7 +128,8 @@ def networkx_adjacency(graph: nx.Graph) -> np.ndarray:
     import networkx as nx
 
     num_nodes = _check_networkx_nodes(graph)
-    return nx.to_numpy_array(graph, nodelist=range(num_nodes)) > 0
+    adjacency: np.ndarray = nx.to_numpy_array(graph, nodelist=range(num_nodes)) > 0
+    return adjacency
 
 
 def adjacency_edges(adjacency: np.ndarray) -> tuple[IntArray, IntArray]:

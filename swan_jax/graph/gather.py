@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +38,8 @@ from jax.custom_derivatives import SymbolicZero
 from swan_jax.graph.prepared import PreparedGraph
 
 Array = jax.Array
+T = TypeVar("T")
+Linear = Callable[[Any], Any]  # a linear map of arrays (or of a tuple of arrays)
 
 # Slot widths up to this are unrolled into one gather per slot column, in the forward
 # aggregation and in its transpose; wider layouts gather every slot at once and contract
@@ -58,14 +61,15 @@ STORE_TRANSPOSES_FROM = 9
 UNROLL_SCAN_ROWS = 16
 
 
-def _identity(v):
+def _identity(v: T) -> T:
     return v
 
 
-def custom_linear(fn: Callable, fn_transpose: Callable, b):
+def custom_linear(fn: Linear, fn_transpose: Linear, b: T) -> T:
     """`fn(b)` for a linear `fn` (output structured like `b`) with transpose `fn_transpose`."""
-    return jax.lax.custom_linear_solve(_identity, b, lambda _, v: fn(v),
-                                       lambda _, v: fn_transpose(v))
+    out: T = jax.lax.custom_linear_solve(_identity, b, lambda _, v: fn(v),
+                                         lambda _, v: fn_transpose(v))
+    return out
 
 
 def _pad_rows(x: Array, rows: int) -> Array:
@@ -81,7 +85,7 @@ def _as_rows(x: Array, lead: int) -> tuple[Array, tuple[int, ...]]:
     return x.reshape((rows, -1)), x.shape[lead:]
 
 
-def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
+def _embedded(fn: Linear, fn_transpose: Linear, x: Array, in_rows: int,
               out_rows: int) -> Array:
     """A linear `[in_rows, c] -> [out_rows, c]` map as a square map on `max` rows."""
     size = max(in_rows, out_rows)
@@ -91,7 +95,7 @@ def _embedded(fn: Callable, fn_transpose: Callable, x: Array, in_rows: int,
     return out[:out_rows]
 
 
-def opaque_identity(tree):
+def opaque_identity(tree: T) -> T:
     """The identity, stored: XLA fuses nothing across it (its output is computed once).
 
     On a GPU (and any backend but the CPU) a `jax.lax.optimization_barrier`, which XLA's
@@ -105,11 +109,12 @@ def opaque_identity(tree):
     leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     if not leaves:
         return tree
-    return jax.lax.platform_dependent(tree, cpu=_loop_identity,
-                                      default=jax.lax.optimization_barrier)
+    out: T = jax.lax.platform_dependent(tree, cpu=_loop_identity,
+                                        default=jax.lax.optimization_barrier)
+    return out
 
 
-def _loop_identity(tree):
+def _loop_identity(tree: T) -> T:
     """The identity, through a loop XLA cannot see through (its trip count is data)."""
     leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     # A trip count the compiler cannot know (it is 0 unless the first value is NaN, and
@@ -117,7 +122,7 @@ def _loop_identity(tree):
     first = jnp.reshape(leaves[0], -1)[0]
     trips = jnp.isnan(first).astype(jnp.int32)
 
-    def body(carry):  # the identity, in a form XLA cannot prove loop-invariant
+    def body(carry: tuple[Array, T]) -> tuple[Array, T]:  # the identity, opaque to XLA
         count, values = carry
         keep = (count >= 0).astype(jnp.int32)
         return count - 1, jax.tree_util.tree_map(lambda a: a * keep.astype(a.dtype), values)
@@ -126,7 +131,7 @@ def _loop_identity(tree):
     return out
 
 
-def materialize(tree):
+def materialize(tree: T) -> T:
     """`tree`, stored once: XLA fuses cheap producers into every consumer and recomputes
     them per output element; operator values used by every step must not be.
 
@@ -144,7 +149,8 @@ def materialize(tree):
 # --- implementations (plain gathers; callers go through the linear maps below) -------
 
 
-def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+def _segmented_scan(graph: PreparedGraph, overflow: Array,
+                    combine: Callable[[Array, Array], Array]) -> Array:
     """Within each node's run of overflow rows, the running `combine`: `[O, c]`.
 
     Doubling passes: row `i` takes in row `i - stride` of its run, stride 1, 2, 4, ...,
@@ -162,27 +168,28 @@ def _segmented_scan(graph: PreparedGraph, overflow: Array, combine: Callable) ->
     rows = jnp.arange(overflow.shape[0])
     run = jnp.cumsum(graph.overflow_first.astype(jnp.int32))  # each row's run
 
-    def reaches(stride):  # the rows whose run goes back at least `stride` rows
+    def reaches(stride: Array) -> Array:  # the rows whose run goes back `stride` rows
         return (rows >= stride) & (run[jnp.maximum(rows - stride, 0)] == run)
 
-    def body(carry):
+    def body(carry: tuple[Array, Array]) -> tuple[Array, Array]:
         stride, x = carry
         back = x[jnp.maximum(rows - stride, 0)]
         return stride * 2, jnp.where(reaches(stride)[:, None], combine(back, x), x)
 
     if overflow.shape[0] <= UNROLL_SCAN_ROWS:
-        carry = (1, overflow)
+        carry: tuple[Array, Array] = (jnp.asarray(1), overflow)
         for _ in range(max(overflow.shape[0] - 1, 0).bit_length()):  # ceil(log2 O) passes
             carry = body(carry)
         return carry[1]
 
-    def more(carry):
+    def more(carry: tuple[Array, Array]) -> Array:
         return (carry[0] < overflow.shape[0]) & jnp.any(reaches(carry[0]))
 
     return jax.lax.while_loop(more, body, (jnp.int32(1), overflow))[1]
 
 
-def _overflow_totals(graph: PreparedGraph, overflow: Array, combine: Callable) -> Array:
+def _overflow_totals(graph: PreparedGraph, overflow: Array,
+                     combine: Callable[[Array, Array], Array]) -> Array:
     """Per node, `combine` over its overflow rows, or 0 without any: `[N, c]`."""
     scanned = _segmented_scan(graph, overflow, combine)
     return jnp.where(graph.has_overflow[:, None], scanned[graph.overflow_last], 0)
@@ -222,8 +229,9 @@ def _pairs_to_slots(graph: PreparedGraph, pairs: Array) -> Array:
     return extended[graph.slot_pair.reshape(-1)]
 
 
-def _pair_mask(graph: PreparedGraph, dtype) -> Array:
-    return (graph.pair_count > 0).astype(dtype)[:, None]
+def _pair_mask(graph: PreparedGraph, dtype: jnp.dtype[Any]) -> Array:
+    mask: Array = (graph.pair_count > 0).astype(dtype)[:, None]
+    return mask
 
 
 def _slots_to_pairs(graph: PreparedGraph, slots: Array) -> Array:
@@ -236,7 +244,7 @@ def _gather_sum(graph: PreparedGraph, pairs: Array, index: Array) -> Array:
     (`index == P` reads a zero row)."""
     extended = jnp.concatenate([pairs, jnp.zeros((1,) + pairs.shape[1:], pairs.dtype)])
 
-    def rows(start, stop):
+    def rows(start: int, stop: int) -> Array:
         out = extended[index[start:stop, 0]]
         for k in range(1, index.shape[1]):
             out = out + extended[index[start:stop, k]]
@@ -255,7 +263,9 @@ def _sum_slots(graph: PreparedGraph, slots: Array) -> Array:
 # --- linear maps with gather-only transposes --------------------------------------
 
 
-def _between_rows_and_nodes(graph: PreparedGraph, x: Array, fn: Callable, fn_t: Callable,
+def _between_rows_and_nodes(graph: PreparedGraph, x: Array,
+                            fn: Callable[[PreparedGraph, Array], Array],
+                            fn_t: Callable[[PreparedGraph, Array], Array],
                             size_in: int, size_out: int) -> Array:
     """`fn` (one of `_node_sum`, `_row_owner`) as a linear map whose transpose is `fn_t`."""
     flat, tail = _as_rows(x, 1)
@@ -285,10 +295,10 @@ def gather_neighbors(graph: PreparedGraph, nodes: Array) -> Array:
     flat, tail = _as_rows(nodes, 1)
     r, k, n = graph.num_rows, graph.slot_width, graph.num_nodes
 
-    def forward(x):
+    def forward(x: Array) -> Array:
         return x[graph.neighbors.reshape(-1)]
 
-    def transpose(g):
+    def transpose(g: Array) -> Array:
         return _sum_slots(graph, _mirror(graph, g))
 
     return _embedded(forward, transpose, flat, n, r * k).reshape((r, k) + tail)
@@ -337,10 +347,10 @@ def gather_pair_ends_joined(graph: PreparedGraph, ends: Array) -> Array:
     c = ends.shape[-1] // 2
     mask = _pair_mask(graph, ends.dtype)
 
-    def forward(rows):  # `rows` [2N, c]: node u's R at row 2u, its S at row 2u + 1
+    def forward(rows: Array) -> Array:  # [2N, c]: node u's R at row 2u, its S at 2u + 1
         return (rows[2 * graph.pair_receivers] + rows[2 * graph.pair_senders + 1]) * mask
 
-    def transpose(g):
+    def transpose(g: Array) -> Array:
         mirrored = graph.slot_pair.reshape(-1)[graph.mirror.reshape(-1)]
         to_receivers = _gather_sum(graph, g, graph.slot_pair)  # over the node's slots
         to_senders = _gather_sum(graph, g, mirrored.reshape(graph.slot_pair.shape))
@@ -360,15 +370,15 @@ def _slot_rows(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array
     values = [v[start:stop] for v in values]
     k_max = graph.slot_width
     if k_max <= UNROLL_SLOTS:
-        out = None
+        out: Array | None = None
         for k in range(k_max):
             column = neighbors[:, k]
             for v, y in zip(values, ys, strict=True):
                 term = v[:, k, None] * y[column]
                 out = term if out is None else out + term
-        return out
-    return sum(jnp.einsum("rk,rkc->rc", v, y[neighbors]) for v, y in zip(values, ys,
-                                                                           strict=True))
+        return cast(Array, out)  # an Array: the callers skip a layout without slots
+    return cast(Array, sum(jnp.einsum("rk,rkc->rc", v, y[neighbors])
+                           for v, y in zip(values, ys, strict=True)))
 
 
 def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: Array,
@@ -384,20 +394,24 @@ def _slot_rows_transposed(graph: PreparedGraph, transposed: Sequence[Array], g: 
         column = g[neighbors[:, k]]
         for i, v in enumerate(transposed):
             term = v[:, k, None] * column
-            outs[i] = term if outs[i] is None else outs[i] + term
+            before = outs[i]
+            outs[i] = term if before is None else before + term
+    filled = cast(list[Array], outs)  # every entry set: the callers skip K = 0
     if graph.slot_width >= STORE_TRANSPOSES_FROM:
-        return materialize(outs)
-    return outs
+        return materialize(filled)
+    return filled
 
 
-def _aggregate_impl(graph, values, ys):
+def _aggregate_impl(graph: PreparedGraph, values: Sequence[Array], ys: Sequence[Array]
+                    ) -> Array:
     """`sum_i M_i Y_i` for the `[N, c]` inputs `ys`: `[N, c]`."""
     if graph.slot_width == 0 or graph.num_rows == 0:
         return jnp.zeros_like(ys[0])
     return _per_node(graph, lambda start, stop: _slot_rows(graph, values, ys, start, stop))
 
 
-def _transposed_per_node(graph, transposed, g) -> list[Array]:
+def _transposed_per_node(graph: PreparedGraph, transposed: Sequence[Array], g: Array
+                         ) -> list[Array]:
     """`[M_i^T g]` per node: `[N, c]` each."""
     main = _slot_rows_transposed(graph, transposed, g, 0, graph.num_nodes)
     if graph.num_overflow == 0:
@@ -406,7 +420,7 @@ def _transposed_per_node(graph, transposed, g) -> list[Array]:
     return [m + _overflow_totals(graph, o, jnp.add) for m, o in zip(main, over, strict=True)]
 
 
-def _is_zero(t) -> bool:
+def _is_zero(t: object) -> bool:
     return t is None or type(t) is SymbolicZero
 
 
@@ -422,11 +436,12 @@ def _blocks_impl(graph: PreparedGraph, values: Sequence[Array], y: Array,
                  bias: Array | None) -> Array:
     own, ys = _blocks(y, len(values), bias is not None)
     out = _aggregate_impl(graph, values, ys)
-    return out if own is None else own + bias + out
+    return out if own is None or bias is None else own + bias + out  # both or neither
 
 
 @jax.custom_jvp
-def _aggregate(graph: PreparedGraph, values: tuple, transposed: tuple, y: Array,
+def _aggregate(graph: PreparedGraph, values: tuple[Array, ...],
+               transposed: tuple[Array, ...], y: Array,
                bias: Array | None) -> Array:
     """`sum_i M_i Y_i` over the blocks of `y`, or `Y_0 + bias + sum_i M_i Y_i` with a bias."""
     return _blocks_impl(graph, values, y, bias)
@@ -444,7 +459,7 @@ def _values_cotangent(graph: PreparedGraph, g: Array, ys: Sequence[Array]) -> li
     both = jnp.concatenate(ys, axis=-1)
     n, k, m = graph.num_nodes, graph.slot_width, len(ys)
 
-    def dots(rows, neighbors):
+    def dots(rows: Array, neighbors: Array) -> Array:
         gathered = both[neighbors].reshape(rows.shape[0], k, m, -1)
         return jnp.einsum("rc,rkjc->rkj", rows, gathered)
 
@@ -458,7 +473,8 @@ def _pad_columns(x: Array, columns: int) -> Array:
     return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, columns - x.shape[-1])])
 
 
-def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> Array:
+def _linear_map(fn: Linear, fn_transpose: Linear, b: tuple[Array, ...], like: Array
+                ) -> Array:
     """`fn(b)` (an array shaped like `like`) for a linear `fn` of the tuple `b`, with
     transpose `fn_transpose: like -> tuple`; see `custom_linear` for the embedding.
 
@@ -469,12 +485,14 @@ def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> 
     for j, leaf in enumerate(b):
         if (leaf.shape[:-1] == like.shape[:-1] and leaf.shape[-1] >= cols
                 and leaf.ndim == like.ndim and leaf.dtype == like.dtype):
-            def forward(v, j=j):
+            def forward(v: tuple[Array, ...], j: int = j) -> tuple[Array, ...]:
                 out = _pad_columns(fn(v), v[j].shape[-1])
                 return tuple(out if i == j else jnp.zeros_like(x) for i, x in enumerate(v))
 
-            solution = custom_linear(forward, lambda c, j=j: fn_transpose(c[j][..., :cols]),
-                                     b)
+            def backward(c: tuple[Array, ...], j: int = j) -> Any:
+                return fn_transpose(c[j][..., :cols])
+
+            solution = custom_linear(forward, backward, b)
             # Tie the (zero) other outputs in, so that no cotangent of the solve is ever a
             # symbolic zero (its transpose rule cannot take one); XLA drops the zeros.
             return functools.reduce(
@@ -484,14 +502,15 @@ def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> 
     sizes = [leaf.size for leaf in b]
     size = max(sum(sizes), like.size)
 
-    def unflatten(flat):
-        parts, start = [], 0
+    def unflatten(flat: Array) -> tuple[Array, ...]:
+        parts: list[Array] = []
+        start = 0
         for leaf, n in zip(b, sizes, strict=True):
             parts.append(flat[start:start + n].reshape(leaf.shape))
             start += n
         return tuple(parts)
 
-    def flatten(tree):
+    def flatten(tree: Sequence[Array]) -> Array:
         return _pad_rows(jnp.concatenate([leaf.reshape(-1) for leaf in tree]), size)
 
     flat = custom_linear(lambda v: _pad_rows(fn(unflatten(v)).reshape(-1), size),
@@ -500,7 +519,8 @@ def _linear_map(fn: Callable, fn_transpose: Callable, b: tuple, like: Array) -> 
     return flat[:like.size].reshape(like.shape)
 
 
-def _aggregate_jvp(primals, tangents):
+def _aggregate_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]
+                   ) -> tuple[Array, Array]:
     graph, values, transposed, y, bias = primals
     # The output depends on neither the layout (indices) nor `transposed`.
     _, d_values, _, d_y, d_bias = tangents
@@ -514,7 +534,7 @@ def _aggregate_jvp(primals, tangents):
         return out, jnp.zeros_like(out)
     split = y_live + bias_live
 
-    def tangent(v):
+    def tangent(v: tuple[Array, ...]) -> Array:
         """`dY_0 + d bias + sum_i M_i dY_i + sum_i dM_i Y_i`: one slot pass."""
         d_own, d_ys = _blocks(v[0], len(values), own is not None) if y_live else (None, [])
         inputs = d_ys + [ys[i] for i in live_v]
@@ -524,10 +544,10 @@ def _aggregate_jvp(primals, tangents):
                                         + list(v[split:]), inputs))
         return jnp.broadcast_to(functools.reduce(jnp.add, head), out.shape)
 
-    def tangent_t(g):
+    def tangent_t(g: Array) -> tuple[Array, ...]:
         """`[g | M_1^T g | ...]` (one gather of `g` per slot column for all `M_i^T`), the
         bias's sum over nodes, and `<g[row], Y_i[neighbor]>`."""
-        parts = []
+        parts: list[Array] = []
         if y_live:
             g_ys = _transposed_per_node(graph, transposed, g)
             parts.append(jnp.concatenate(([g] if own is not None else []) + g_ys, axis=-1))

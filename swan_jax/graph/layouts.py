@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jraph
 
 from swan_jax.graph.prepared import PreparedGraph
@@ -16,6 +17,8 @@ from swan_jax.graph.protocol import Graph, GraphOps
 from swan_jax.graph.segment import SegmentGraph
 from swan_jax.graph.slots import SlotGraph
 from swan_jax.graph.validation import check_finite_traced, validate_graphs_tuple
+
+Array = jax.Array
 
 
 def is_graph(value: Any) -> bool:
@@ -56,7 +59,7 @@ def validate_graph(graph: Graph, *, allow_self_loops: bool = True) -> None:
     validate_graphs_tuple(graph, allow_self_loops=allow_self_loops)  # refuses other types
 
 
-def traced_checks(graph: Graph, x=None) -> None:
+def traced_checks(graph: Graph, x: Array | None = None) -> None:
     """Value checks that also work on traced inputs (inside `jit`, `vmap`, `grad`).
 
     The host-side checks (`validate_graph`, `validate_node_features`) are skipped for

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import jax
 import jraph
 import numpy as np
+from jax.typing import ArrayLike
 
 from swan_jax.graph.validation import check_range, validate_graphs_tuple
 
@@ -148,7 +149,7 @@ class Closure(NamedTuple):
         return np.bincount(self.owner, minlength=num_nodes)
 
 
-def closure_slots(senders, receivers, num_nodes: int) -> Closure:
+def closure_slots(senders: ArrayLike, receivers: ArrayLike, num_nodes: int) -> Closure:
     """The closure slots of a graph's edges (any directions, multi-edges, self-loops)."""
     senders = np.asarray(senders, np.int64)
     receivers = np.asarray(receivers, np.int64)
@@ -168,7 +169,8 @@ def closure_slots(senders, receivers, num_nodes: int) -> Closure:
 
 def overflow_rows(degree: np.ndarray, slot_width: int) -> np.ndarray:
     """Overflow rows each node needs at slot width `K`: `max(0, ceil(deg / K) - 1)`."""
-    return np.maximum(0, -(-np.asarray(degree) // slot_width) - 1)
+    rows: np.ndarray = np.maximum(0, -(-np.asarray(degree) // slot_width) - 1)
+    return rows
 
 
 def choose_slot_width(degree: np.ndarray) -> int:
@@ -252,8 +254,8 @@ def prepared_from_closure(graph: jraph.GraphsTuple, closure: Closure, *,
     return PreparedGraph(*graph, **layout)
 
 
-def _slot_arrays(closure: Closure, degree, extra, num_nodes: int, width: int,
-                 num_overflow: int) -> dict[str, np.ndarray]:
+def _slot_arrays(closure: Closure, degree: np.ndarray, extra: np.ndarray, num_nodes: int,
+                 width: int, num_overflow: int) -> dict[str, np.ndarray]:
     """Rows, slots, mirrors and overflow bookkeeping of a closure."""
     owner, neighbour = closure.owner, closure.neighbour
     num_rows = num_nodes + num_overflow
@@ -289,8 +291,8 @@ def _slot_arrays(closure: Closure, degree, extra, num_nodes: int, width: int,
                 overflow_last=overflow_last, has_overflow=has_overflow, flat=flat)
 
 
-def _pair_arrays(closure: Closure, flat, num_pairs: int, slot_shape: tuple[int, int]
-                 ) -> dict[str, np.ndarray]:
+def _pair_arrays(closure: Closure, flat: np.ndarray, num_pairs: int,
+                 slot_shape: tuple[int, int]) -> dict[str, np.ndarray]:
     """The listed directed pairs `(u <- v)`, `A[u, v] > 0`, in slot order."""
     owner, neighbour, forward = closure.owner, closure.neighbour, closure.forward
     listed = np.flatnonzero(forward > 0)

@@ -21,7 +21,7 @@ pair `(u <- v)` of a prepared graph (`[P]`, parallel edges folded into one).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +30,7 @@ import jraph
 from swan_jax.graph.prepared import PreparedGraph
 
 Array = jax.Array
-Graph = jraph.GraphsTuple | PreparedGraph  # the one alias of "a graph" in swan-jax
+Graph: TypeAlias = jraph.GraphsTuple | PreparedGraph  # the one alias of "a graph" in swan-jax
 
 # Parts of SWAN's operators a `Term` can apply (names of the paper / conventions):
 # "hat": A_hat;  "phi": A_hat + A_hat^T (symmetric);  "psi": A_tilde - A_tilde^T (antisymmetric).
@@ -61,7 +61,7 @@ def safe_inverse(values: Array, power: float = 1.0) -> Array:
 ADJACENCIES: tuple[str, ...] = ("sym", "adj")
 
 
-def adjacency_hat(adjacency: str | Array, plain: Array, normalised: Callable[[], Array]
+def adjacency_hat(adjacency: str | float | Array, plain: Array, normalised: Callable[[], Array]
                   ) -> Array:
     """`A_hat`'s weights from `plain` (the binary or learned `A`): `normalised()`
     (`D^-1/2 A D^-1/2`) for `"sym"`, `plain` for `"adj"`.
@@ -85,7 +85,9 @@ class GraphOps(Protocol):
     its own and ignores them); `dtype` the float type of the results.
     """
 
-    graph: Graph
+    @property
+    def graph(self) -> Graph:
+        """The graph itself."""
 
     def plain(self) -> jraph.GraphsTuple:
         """The GraphsTuple fields (edge lists) of the graph."""
@@ -103,7 +105,7 @@ class GraphOps(Protocol):
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         """`deg(u) = sum_v A[u, v]`, the edges received by `u`: `[N]`."""
 
-    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> Any:
         """`A_hat`, `A_tilde` (`adjacency` "sym", "adj" or its code: `adjacency_hat`;
         learned `F` from `pair_weights` `[pairs]`, else the binary adjacency), built once

@@ -15,14 +15,18 @@ baselines.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import jraph
+from jax.typing import DTypeLike
 
 from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
 from swan_jax.graph.validation import check_edges_traced, validate_graphs_tuple
+
+if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
+    from jaxtyping import Float
 
 Array = jax.Array
 
@@ -39,7 +43,8 @@ class EdgeOperators(NamedTuple):
     w_tilde: Array
 
 
-def in_degree(graph: jraph.GraphsTuple, num_nodes: int, edge_weights: Array | None = None) -> Array:
+def in_degree(graph: jraph.GraphsTuple, num_nodes: int,
+              edge_weights: Float[Array, " E"] | None = None) -> Float[Array, " N"]:
     """`deg(u) = sum_v A[u, v]`: the (weighted) count of edges received by u. `[N]`."""
     if edge_weights is None:
         edge_weights = jnp.ones(graph.receivers.shape, dtype=jnp.float32)
@@ -49,9 +54,9 @@ def in_degree(graph: jraph.GraphsTuple, num_nodes: int, edge_weights: Array | No
 def edge_operators(
     graph: jraph.GraphsTuple,
     num_nodes: int,
-    adjacency: str | Array,
+    adjacency: str | float | Array,
     edge_weights: Array | None = None,
-    dtype=jnp.float32,
+    dtype: DTypeLike = jnp.float32,
 ) -> EdgeOperators:
     """Edge weights of `A_hat` and `A_tilde` (Appendix A.2, eq. fixedOperators/learnOperators).
 
@@ -71,7 +76,7 @@ def edge_operators(
     inv_deg = safe_inverse(deg)
     w_tilde = edge_weights * inv_deg[graph.receivers]
 
-    def normalised():
+    def normalised() -> Array:
         inv_sqrt = safe_inverse(deg, 0.5)
         return edge_weights * inv_sqrt[graph.receivers] * inv_sqrt[graph.senders]
 
@@ -79,29 +84,34 @@ def edge_operators(
     return EdgeOperators(w_hat=w_hat, w_tilde=w_tilde)
 
 
-def aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"], x: Float[Array, "N d"]
+              ) -> Float[Array, "N d"]:
     """`M X` for the operator with edge weights `weights`: `[N, d]`."""
     messages = weights[:, None] * x[graph.senders]
     return jax.ops.segment_sum(messages, graph.receivers, num_segments=x.shape[0])
 
 
-def aggregate_transpose(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def aggregate_transpose(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                        x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`M^T X`: the same edge weights, messages sent from receiver to sender. `[N, d]`."""
     messages = weights[:, None] * x[graph.receivers]
     return jax.ops.segment_sum(messages, graph.senders, num_segments=x.shape[0])
 
 
-def symmetric_aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def symmetric_aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                        x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`(M + M^T) X`, exactly symmetric in space. `[N, d]`."""
     return aggregate(graph, weights, x) + aggregate_transpose(graph, weights, x)
 
 
-def antisymmetric_aggregate(graph: jraph.GraphsTuple, weights: Array, x: Array) -> Array:
+def antisymmetric_aggregate(graph: jraph.GraphsTuple, weights: Float[Array, " E"],
+                            x: Float[Array, "N d"]) -> Float[Array, "N d"]:
     """`(M - M^T) X`, exactly antisymmetric in space. `[N, d]`."""
     return aggregate(graph, weights, x) - aggregate_transpose(graph, weights, x)
 
 
-def dense_operator(graph: jraph.GraphsTuple, weights: Array, num_nodes: int) -> Array:
+def dense_operator(graph: jraph.GraphsTuple, weights: Float[Array, " E"], num_nodes: int
+                   ) -> Float[Array, "N N"]:
     """The dense `[N, N]` matrix with `M[receivers[e], senders[e]] += weights[e]`."""
     matrix = jnp.zeros((num_nodes, num_nodes), dtype=weights.dtype)
     return matrix.at[graph.receivers, graph.senders].add(weights)
@@ -127,6 +137,7 @@ class SegmentGraph:
 
     def check_traced(self, x: Array | None = None) -> None:
         graph = self.graph
+        num_nodes: int | Array
         if x is not None:
             num_nodes = jnp.shape(x)[0]
         elif graph.nodes is not None:
@@ -138,7 +149,7 @@ class SegmentGraph:
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         return in_degree(self.graph, num_nodes).astype(dtype)
 
-    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> EdgeOperators:
         return edge_operators(self.graph, num_nodes, adjacency, pair_weights, dtype=dtype)
 
@@ -161,10 +172,9 @@ class SegmentGraph:
     def aggregate(self, x: Array, *, row_scale: Array | None = None,
                   neighbor_scale: Array | None = None) -> Array:
         graph = self.graph
-        if row_scale is None and neighbor_scale is None:
-            weights = jnp.ones(graph.receivers.shape, x.dtype)
-        elif neighbor_scale is None:
-            weights = row_scale[graph.receivers]
+        if neighbor_scale is None:
+            weights = (jnp.ones(graph.receivers.shape, x.dtype) if row_scale is None
+                       else row_scale[graph.receivers])
         elif row_scale is None:
             weights = neighbor_scale[graph.senders]
         else:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import jraph
+from jax.typing import DTypeLike
 
 from swan_jax.graph import gather
 from swan_jax.graph.prepared import (
@@ -45,8 +46,9 @@ class SlotOperators(NamedTuple):
     psi_t: Array
 
 
-def slot_operators(graph, adjacency: str | Array, pair_weights: Array | None = None,
-                   dtype=jnp.float32) -> SlotOperators:
+def slot_operators(graph: PreparedGraph, adjacency: str | float | Array,
+                   pair_weights: Array | None = None,
+                   dtype: DTypeLike = jnp.float32) -> SlotOperators:
     """The operators of `edge_operators` on a `PreparedGraph`, by gathers only.
 
     `pair_weights [P]` are the learned `F` of each listed pair `(u <- v)` (one value
@@ -67,7 +69,7 @@ def slot_operators(graph, adjacency: str | Array, pair_weights: Array | None = N
     tilde = gather.materialize(f * gather.row_owner(graph, safe_inverse(deg))[:, None])
     psi = tilde - gather.mirror_slots(graph, tilde)
 
-    def normalised():
+    def normalised() -> Array:
         inv_sqrt = safe_inverse(deg, 0.5)
         return f * gather.row_owner(graph, inv_sqrt)[:, None] * gather.gather_neighbors(
             graph, inv_sqrt)
@@ -83,7 +85,7 @@ def slot_operators(graph, adjacency: str | Array, pair_weights: Array | None = N
 # --- the baselines' aggregations on the slots ----------------------------------------
 
 
-def slot_adjacency(graph: PreparedGraph, dtype) -> tuple[Array, Array, Array]:
+def slot_adjacency(graph: PreparedGraph, dtype: DTypeLike) -> tuple[Array, Array, Array]:
     """`A` on the slots (`f = A[u, v]`, `b = A[v, u]`) and the in-degree `[N]`."""
     f = jnp.asarray(graph.forward_count, dtype)
     b = jnp.asarray(graph.backward_count, dtype)
@@ -156,7 +158,7 @@ class SlotGraph:
         del num_nodes
         return slot_adjacency(self.graph, dtype)[2]
 
-    def operators(self, adjacency: str | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> SlotOperators:
         del num_nodes
         return slot_operators(self.graph, adjacency, pair_weights, dtype=dtype)

@@ -11,12 +11,19 @@ of whichever layout it is given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 import jax
 import jraph
 import numpy as np
+from jax.typing import ArrayLike
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def is_traced(*values) -> bool:
+def is_traced(*values: object) -> bool:
     """True when any leaf of `values` is a JAX tracer (we are inside a transform)."""
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
@@ -119,7 +126,8 @@ def _check_edges_stay_in_their_graph(senders: np.ndarray, receivers: np.ndarray,
             )
 
 
-def validate_node_features(x, num_nodes: int, width: int | None = None, name: str = "x") -> None:
+def validate_node_features(x: ArrayLike, num_nodes: int, width: int | None = None,
+                           name: str = "x") -> None:
     """Check a `[num_nodes, width]` float feature array for shape and finiteness."""
     if is_traced(x):
         return
@@ -143,7 +151,7 @@ def validate_node_features(x, num_nodes: int, width: int | None = None, name: st
 # --- checks of traced inputs (opt-in, read under jax.experimental.checkify) ----------
 
 
-def check_range(name: str, indices, high) -> None:
+def check_range(name: str, indices: ArrayLike, high: ArrayLike) -> None:
     """checkify: every `indices` value in `[0, high)`, naming the first one that is not."""
     import jax.numpy as jnp
     from jax.experimental import checkify
@@ -157,7 +165,7 @@ def check_range(name: str, indices, high) -> None:
                                   f"{{n}} entries", i=first, v=flat[first], n=jnp.asarray(high))
 
 
-def check_finite_traced(x) -> None:
+def check_finite_traced(x: ArrayLike) -> None:
     """checkify: `x` `[N, d]` finite, naming the first row and column that is not."""
     import jax.numpy as jnp
     from jax.experimental import checkify
@@ -168,13 +176,13 @@ def check_finite_traced(x) -> None:
                    r=first // jnp.shape(x)[-1], c=first % jnp.shape(x)[-1])
 
 
-def check_edges_traced(graph: jraph.GraphsTuple, num_nodes) -> None:
+def check_edges_traced(graph: jraph.GraphsTuple, num_nodes: ArrayLike) -> None:
     """checkify: every sender and receiver of a GraphsTuple in `[0, num_nodes)`."""
     check_range("graph.senders", graph.senders, num_nodes)
     check_range("graph.receivers", graph.receivers, num_nodes)
 
 
-def checked(fn):
+def checked(fn: Callable[P, R]) -> Callable[P, R]:
     """`fn` run under `checkify.checkify`: the first failed check (e.g. of
     `traced_checks`) raises `ValueError` with its message; otherwise `fn`'s result.
 
@@ -189,7 +197,8 @@ def checked(fn):
     checkified = checkify.checkify(fn)
 
     @functools.wraps(fn)
-    def run(*args, **kwargs):
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        out: R
         error, out = checkified(*args, **kwargs)
         message = error.get()
         if message is not None:

@@ -22,6 +22,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import jraph
+from jax.typing import DTypeLike
 
 from swan_jax.config import SWANConfig
 from swan_jax.field import init_params
@@ -50,7 +51,7 @@ def dense(features: int, fan_in: int, init: str = "flax") -> nn.Dense:
         raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
     bound = 1.0 / math.sqrt(max(fan_in, 1))
 
-    def uniform(key, shape, dtype=jnp.float32):
+    def uniform(key: Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> Array:
         return jax.random.uniform(key, shape, dtype, -bound, bound)
 
     return nn.Dense(features, kernel_init=uniform, bias_init=uniform)
@@ -123,10 +124,11 @@ class SWANBlock(nn.Module):
         params = self.param("field", lambda key: init_params(key, x.shape[-1], self.cfg, x.dtype))
         if self.is_initializing() and _PARAMETERS_ONLY.get():
             return x  # see `parameters_only`
-        return solve(
+        out: Array = solve(
             params, graph, x, self.cfg, self.solver,
             rtol=self.rtol, atol=self.atol, adjoint=self.adjoint, max_steps=self.max_steps,
         )
+        return out
 
 
 # --- message-passing baselines (the paper's Figure 3), one layer each ---------------
@@ -144,8 +146,10 @@ class GCNLayer(nn.Module):
         inv_sqrt = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype) + 1.0,
                                 0.5)
         # Stored once (slots): the activation after the layer and its derivative read it.
-        return layout.store(layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
-                            + h * (inv_sqrt**2)[:, None])
+        out: Array = layout.store(
+            layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
+            + h * (inv_sqrt**2)[:, None])
+        return out
 
 
 class GINLayer(nn.Module):
@@ -187,7 +191,8 @@ class GATLayer(nn.Module):
         bias = self.param("bias", nn.initializers.zeros, (self.hidden,))
         layout = as_operator(graph)
         # Stored once (slots): the activation after the layer and its derivative read it.
-        return layout.store(layout.attention(a_src, a_dst, h) + bias)
+        out: Array = layout.store(layout.attention(a_src, a_dst, h) + bias)
+        return out
 
 
 BASELINE_LAYERS: dict[str, type[nn.Module]] = {
@@ -320,4 +325,5 @@ class Model(nn.Module):
     def __call__(self, graph: jraph.GraphsTuple) -> Array:
         x = self.encoder(graph)
         x = self.processor(graph, x)
-        return self.readout(graph, x)
+        out: Array = self.readout(graph, x)
+        return out

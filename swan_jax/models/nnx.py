@@ -24,6 +24,7 @@ from flax import nnx
 from swan_jax import models
 from swan_jax.config import SWANConfig
 from swan_jax.field import init_params
+from swan_jax.graph import Graph
 from swan_jax.solvers import DEFAULT_INTEGRATOR, solve
 
 Array = jax.Array
@@ -57,7 +58,7 @@ class SWANBlock(nnx.Module):
         """The raw parameter pytree `solve` takes (`W, V, Z, b, ...`)."""
         return {name: param[...] for name, param in self.field.items()}
 
-    def __call__(self, graph: models.Graph, x: Array) -> Array:
+    def __call__(self, graph: Graph, x: Array) -> Array:
         if x.shape[-1] != self.hidden:
             raise ValueError(f"x has {x.shape[-1]} features but the block was built with "
                              f"hidden={self.hidden}")

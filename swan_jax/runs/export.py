@@ -47,9 +47,10 @@ def _path_of(obj: Any) -> str:
 
 
 def _function_name(fn: Any) -> str:
+    fn_name = getattr(fn, "__name__", "")
     for home in _FUNCTION_HOMES:
-        if getattr(importlib.import_module(home), getattr(fn, "__name__", ""), None) is fn:
-            return f"{home}.{fn.__name__}"
+        if getattr(importlib.import_module(home), fn_name, None) is fn:
+            return f"{home}.{fn_name}"
     name = _path_of(fn)
     if not name.startswith(ALLOWED_PREFIXES) or "<" in name:
         raise ExportError(f"cannot export the function {name}: only functions of swan_jax, "

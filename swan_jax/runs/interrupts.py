@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
 
 HELD = (signal.SIGINT, signal.SIGTERM)
 _depth = 0  # nested `held()` blocks of the main thread (a save inside the final scoring)
@@ -46,20 +48,21 @@ def held() -> Iterator[None]:
         return
     caught: list[int] = []
 
-    def hold(signum: int, frame) -> None:
+    def hold(signum: int, frame: FrameType | None) -> None:
         caught.append(signum)
 
-    previous = {}
+    previous: dict[int, Callable[[int, FrameType | None], Any]] = {}
     for sig in HELD:
         handler = signal.getsignal(sig)
         if callable(handler):  # Python's: hold it; SIG_IGN / SIG_DFL stay as they are
-            previous[sig] = signal.signal(sig, hold)
+            signal.signal(sig, hold)
+            previous[sig] = handler
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for held_sig, held_handler in previous.items():
+            signal.signal(held_sig, held_handler)
     if caught:
         previous[caught[0]](caught[0], None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import flax.linen as nn
 import optax
@@ -21,7 +21,7 @@ EpochHook = Callable[[int, dict[str, Any]], None]
 # Bring your own optimiser: `fn(hp) -> optax.GradientTransformation`, given the run's
 # (traced) hyper-parameters, or one fixed `optax.GradientTransformation`.
 OptimizerFn = Callable[[Hyper], optax.GradientTransformation]
-Optimizer = str | OptimizerFn | optax.GradientTransformation
+Optimizer: TypeAlias = str | OptimizerFn | optax.GradientTransformation
 
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine", "plateau")

@@ -165,7 +165,8 @@ def evaluate(predict, params, hp, batches: Sequence[Batch], metric: str | Metric
                                      select=select)
         parts.append((to_host(predict(params, hp, batch)), np.asarray(target),
                       np.asarray(mask), _row_weights(batch) if weighted else None))
-    return score_batches(*zip(*parts, strict=True), metric)
+    preds, targets, masks, weights = zip(*parts, strict=True)
+    return score_batches(preds, targets, masks, weights, metric)
 
 
 def _select(hp):
@@ -175,8 +176,10 @@ def _select(hp):
     return None if hp is None or SPLIT_AXIS not in hp else to_host(hp[SPLIT_AXIS])
 
 
-def score_batches(preds: Sequence[np.ndarray], targets: Sequence[np.ndarray],
-                  masks: Sequence[np.ndarray], weights: Sequence[np.ndarray | None],
+def score_batches(preds: Sequence[np.ndarray] | np.ndarray,
+                  targets: Sequence[np.ndarray] | np.ndarray,
+                  masks: Sequence[np.ndarray] | np.ndarray,
+                  weights: Sequence[np.ndarray | None],
                   metric: str | Metric) -> tuple[list[float], np.ndarray]:
     """`score_runs` over batches: `pred [runs, rows, T]`, `target [rows, T']` and the rows
     scored, `mask [rows]` (every run) or `[runs, rows]` (each run its own split's rows);
@@ -202,6 +205,7 @@ def score_runs(pred: np.ndarray, target: np.ndarray, metric: str | Metric,
     real rows only; `weight [rows]` for the graph-mean metrics), and whether it was finite.
     A custom host `Metric` is called with a mask of all True and must return a scalar."""
     metric = metric_key(metric)
+    fn: Callable[[np.ndarray, np.ndarray], float]
     if isinstance(metric, Metric):
         everyone = np.ones(len(target), bool)
         fn = functools.partial(_host_score, metric, mask=everyone)

@@ -95,7 +95,7 @@ class ProgramFolder:
 
     def restore(self, state: RunState) -> tuple[RunState, dict[str, Any]] | None:
         """The newest checkpoint's state and metadata, when resuming and there is one."""
-        if not self.cfg.resume or self.latest_epoch() is None:
+        if not self.cfg.resume or self.store is None or self.latest_epoch() is None:
             return None
         device, meta = self.store.restore(state.device_part())
         if meta["fingerprint"] not in self.accepted:
@@ -108,7 +108,7 @@ class ProgramFolder:
     def describe(self, runs: Sequence[tuple[Mapping[str, Any], int]], num_params: int,
                  extra: Mapping[str, Any] | None) -> None:
         """Write `run.json`: the configuration, the run map and the caller's description."""
-        if not self.writes:
+        if not self.writes or self.path is None:  # (a folder whenever it writes)
             return
         train = {**self.cfg.identity(), "epochs": self.cfg.epochs}
         payload = {"fingerprint": self.fingerprint, "train": train, "num_params": num_params,
@@ -126,13 +126,13 @@ class ProgramFolder:
     def write_history(self, history: Sequence[Mapping[str, Any]],
                       timings: Sequence[Mapping[str, Any]]) -> None:
         """Rewrite `history.jsonl` from scratch (a fresh start, or a resume)."""
-        if self.writes:
+        if self.writes and self.path is not None:
             write_text_atomic(self.path / HISTORY_FILE,
                               "".join(_line(h, t) for h, t in zip(history, timings,
                                                                   strict=True)))
 
     def append_history(self, record: Mapping[str, Any], timing: Mapping[str, Any]) -> None:
-        if self.writes:
+        if self.writes and self.path is not None:
             with open(self.path / HISTORY_FILE, "a") as f:
                 f.write(_line(record, timing))
 

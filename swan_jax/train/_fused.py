@@ -106,6 +106,8 @@ class EpochBlocks:
 
     def __init__(self, pipeline: DevicePipeline, cfg: TrainConfig, splits: tuple[str, ...]):
         self.pipeline, self.cfg, self.splits = pipeline, cfg, splits
+        # `can_fuse`: a metric of DEVICE_METRICS, by its name
+        self.metric: str = str(pipeline.setup.metric)
         self.size = MAX_EPOCHS_PER_CALL  # the buffers' static length
         self.pace: float | None = None  # seconds per epoch of the last block
         self.disabled = False
@@ -119,7 +121,7 @@ class EpochBlocks:
         self._block = jax.jit(functools.partial(
             _epochs, functools.partial(_train_chunk, s.step_fn, s.budget),
             functools.partial(_eval_split, s.predict_fn, s.eval_budget, s.level,
-                              s.split_mask, s.metric),
+                              s.split_mask, self.metric),
             cfg.patience or NO_PATIENCE))
 
     def _epoch_ids(self, epoch: int) -> np.ndarray:
@@ -182,7 +184,7 @@ class EpochBlocks:
 
     def _padded(self, epoch: int) -> np.ndarray:
         ids = self._epoch_ids(epoch)
-        out = np.full((self.pipeline.chunk, ids.shape[1]), ids.max(initial=0), np.int32)
+        out = np.full((self.pipeline.chunk_size(), ids.shape[1]), ids.max(initial=0), np.int32)
         out[: len(ids)] = ids
         return out
 
@@ -198,7 +200,7 @@ class EpochBlocks:
         if "val" not in pipe.denominators:  # a resumed run: one evaluation tells it
             pipe.evaluate(state.params, hp, "val")
         den = pipe.denominators["val"]
-        return np.asarray([numerator_of(pipe.setup.metric, float(v), den)
+        return np.asarray([numerator_of(self.metric, float(v), den)
                            for v in state.best_metric], np.float32)
 
 

@@ -105,7 +105,9 @@ class _Program:
                            predict_function(model_fn, self.place), metric=cfg.metric,
                            level=cfg.task_level, split_mask=self.split_mask,
                            data_seed=cfg.data_seed, **self._evaluation_batches())
-        self.pipeline = None  # chosen after the memory check (`_initial_state`)
+        # `choose_pipeline`'s DevicePipeline or HostPipeline, after the memory check
+        # (`_initial_state`); None before
+        self.pipeline: Any = None
 
     def _evaluation_batches(self) -> dict[str, Any]:
         """Evaluation's batch size (`eval_batch_size`: no split pads a whole training
@@ -125,7 +127,7 @@ class _Program:
     def has_split(self, split: str) -> bool:
         return split in self.data
 
-    def diverged(self, state: RunState, bad: Mapping[int, int | None], what: str, epoch: int,
+    def diverged(self, state: RunState, bad: Mapping[Any, int | None], what: str, epoch: int,
                  folder: ProgramFolder) -> RunState:
         """Raise `TrainingDiverged`, or (`stop_run`) stop the runs in `bad` {run: step}."""
         if not bad:
@@ -256,8 +258,11 @@ def _flatten_reads(reads: _Reads):
     return [reads._hp[k] for k in keys], keys
 
 
-jax.tree_util.register_pytree_node(_Reads, _flatten_reads,
-                                   lambda keys, values: dict(zip(keys, values, strict=True)))
+def _unflatten_reads(keys: list[str], values: list[Any]) -> Any:
+    return dict(zip(keys, values, strict=True))  # a plain dict, not a `_Reads`
+
+
+jax.tree_util.register_pytree_node(_Reads, _flatten_reads, _unflatten_reads)
 
 
 def _check_grid_keys_read(prog: _Program, params, read: set[str]) -> None:
@@ -414,7 +419,7 @@ def _block(prog: _Program, blocks: EpochBlocks, state: RunState, epoch: int, n: 
         return state, [], False
     host, done = state, []
     for i in range(block.epochs):
-        scores = {k: finish_sums(num[i], den[i], finite[i], prog.setup.metric)[0]
+        scores = {k: finish_sums(num[i], den[i], finite[i], blocks.metric)[0]
                   for k, (num, den, finite) in block.scores.items()}
         host, improved = advance_bookkeeping(host, scores["val"], epoch + i, prog.mode,
                                              cfg.patience)
@@ -489,9 +494,10 @@ def _scores_at_best(state: RunState, history: Sequence[Mapping[str, Any]], split
     2-core CPU for transfer line k = 10's 64 runs) and a pass over the split."""
     by_epoch = {record["epoch"]: record for record in history}
     records = [by_epoch.get(int(e)) for e in state.best_epoch]
-    if any(record is None or split not in record for record in records):
+    found = [record for record in records if record is not None]
+    if len(found) < len(records) or any(split not in record for record in found):
         return None
-    return [float(record[split][r]) for r, record in enumerate(records)]
+    return [float(record[split][r]) for r, record in enumerate(found)]
 
 
 def _result(prog: _Program, state: RunState, log: _Log, num_params: int,
@@ -577,8 +583,9 @@ def train(
                 # `state` stays the last completed epoch's until `_epoch` or `_block`
                 # returns (nothing donates it), so Ctrl-C can still save it
                 n = 0 if blocks is None or alone else blocks.length(epoch)
-                done, alone = [], False
-                if n:
+                done: list = []
+                alone = False
+                if n and blocks is not None:  # (n = 0 without blocks)
                     new, done, halted = _block(prog, blocks, state, epoch, n)
                     alone = halted and bool(done)  # the diverging epoch is the next one
                 if not done:

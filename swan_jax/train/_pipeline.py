@@ -123,14 +123,14 @@ class DevicePipeline:
                                                     setup.eval_batch_size) for k in evaluated})
         self.bytes = sum(data_bytes(d) for d in self.placed.values())
         self._ids: dict[int, np.ndarray] = {}
-        self.chunk = None
+        self.chunk: int | None = None
         self.denominators: dict[str, float] = {}  # each split's metric denominator, once seen
         # Nothing is donated: the state of the last completed epoch must survive a Ctrl-C
         # inside the next one (the loop saves it); parameters are small next to a batch.
         self._train = jax.jit(functools.partial(_train_chunk, setup.step_fn, setup.budget))
         metric = setup.metric
         self.device_metric = isinstance(metric, Metric) and metric.on_device
-        if self.device_metric:
+        if isinstance(metric, Metric) and self.device_metric:
             self._eval = jax.jit(functools.partial(
                 _eval_scores, setup.predict_fn, setup.eval_budget, setup.level, setup.split_mask,
                 metric))
@@ -164,14 +164,15 @@ class DevicePipeline:
     def train_epoch(self, state: RunState, hp, epoch: int, on_steps: Callable[[int], None]
                     ) -> tuple[RunState, np.ndarray]:
         ids = self.epoch_ids(epoch)
-        calls = math.ceil(len(ids) / self.chunk_size())
-        padded = np.full((calls * self.chunk, ids.shape[1]), ids.max(initial=0), np.int32)
+        chunk = self.chunk_size()
+        calls = math.ceil(len(ids) / chunk)
+        padded = np.full((calls * chunk, ids.shape[1]), ids.max(initial=0), np.int32)
         padded[: len(ids)] = ids
         ok = np.arange(len(padded)) < len(ids)
         active = jnp.asarray(~state.stopped)
         params, opt_state, chunks = state.params, state.opt_state, []
         for c in range(calls):
-            part = slice(c * self.chunk, (c + 1) * self.chunk)
+            part = slice(c * chunk, (c + 1) * chunk)
             params, opt_state, loss = self._train(params, opt_state, hp, self.placed["train"],
                                                   padded[part], ok[part], active)
             chunks.append((loss, ok[part]))
@@ -328,7 +329,7 @@ class HostPipeline:
             for k, d in setup.data.items() if k != "train"}
         self._train = jax.jit(setup.step_fn)  # no donation: see `DevicePipeline`
         self._predict = jax.jit(setup.predict_fn)
-        self._cached: tuple[list, list] | None = None  # a one-group epoch's batches
+        self._cached: list | None = None  # a one-group epoch's batches
 
     def steps(self, epoch: int) -> int:
         """Steps of `epoch`, counted by packing alone (no batch is built)."""

@@ -34,6 +34,8 @@ def batch_targets(batch: Batch, level: str, *, sharded: bool = False,
     """
     target, mask = ((batch.node_targets, batch.node_mask) if level == "node"
                     else (batch.graph_targets, batch.graph_mask))
+    if target is None:
+        raise ValueError(f"the batch has no {level}-level targets")
     if sharded:
         target, mask = flatten_shards(target), flatten_shards(mask)
     if split_mask:

@@ -97,13 +97,13 @@ def prepare_splits(splits: Mapping[str, Split], level: str
     Raises ValueError for missing train / val splits, missing targets of `level`, or node
     splits with graph-level targets.
     """
-    for split in ("train", "val"):
-        if split not in splits:
-            raise ValueError(f"splits lack {split!r} (got {sorted(splits)})")
+    for needed in ("train", "val"):
+        if needed not in splits:
+            raise ValueError(f"splits lack {needed!r} (got {sorted(splits)})")
     masked = any(isinstance(s, NodeSplit) for s in splits.values())
     if masked and level != "node":
         raise ValueError("NodeSplit selects nodes: use task_level='node'")
-    out = {}
+    out: dict[str, GraphDataset] = {}
     for name, split in splits.items():
         data = split.data if isinstance(split, NodeSplit) else split
         targets = data.node_targets if level == "node" else data.graph_targets

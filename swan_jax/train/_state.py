@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flax.struct
 import jax
@@ -33,6 +33,9 @@ HOST_FIELDS = ("best_metric", "best_epoch", "bad_epochs", "stopped", "diverged")
 @flax.struct.dataclass
 class RunState:
     """Every run's training state; leaves lead with `[runs]`."""
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it; type checkers do not see it
+        def replace(self, **changes: Any) -> RunState: ...
 
     params: Any
     opt_state: Any
@@ -109,8 +112,8 @@ _keep_best = jax.jit(select_runs)  # not donated: a Ctrl-C may still save the ol
 
 def improved_runs(state: RunState, metric: Sequence[float], mode: str) -> np.ndarray:
     """Runs still training whose validation metric beat their best (or is their first)."""
-    metric = np.asarray(metric, np.float64)
-    better = metric < state.best_metric if mode == "min" else metric > state.best_metric
+    values = np.asarray(metric, np.float64)
+    better = values < state.best_metric if mode == "min" else values > state.best_metric
     return ~state.stopped & ((state.best_epoch < 0) | better)
 
 

@@ -25,7 +25,7 @@ import importlib.util
 import io
 import math
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -88,7 +88,7 @@ class CsvTracker:
 
     def _rows(self, records: Sequence[Mapping[str, Any]]) -> str:
         text = io.StringIO()
-        writer = csv.DictWriter(text, self.columns, lineterminator="\n", restval="")
+        writer = csv.DictWriter(text, self.columns or [], lineterminator="\n", restval="")
         for record in records:
             writer.writerow({"epoch": record["epoch"], **scalars(record)})
         return text.getvalue()
@@ -117,7 +117,7 @@ class TensorBoardTracker:
 
     def __init__(self, folder: Path):
         self.path = folder / TENSORBOARD_DIR
-        self.writer = None
+        self.writer: Any = None  # a tensorboardX SummaryWriter once started
 
     def start(self, history: Sequence[Mapping[str, Any]], start_epoch: int) -> None:
         """Purge what a previous session wrote from `start_epoch` on; a folder new to a
@@ -153,12 +153,14 @@ class Trackers:
             raise ValueError(f"trackers ({', '.join(names)}) write into the program's "
                              f"folder: set checkpoint_dir")
         self.folder = None if folder is None else Path(folder)
-        kinds = {"csv": CsvTracker, "tensorboard": TensorBoardTracker}
-        self.trackers: list[Tracker] = [kinds[n](self.folder) for n in names]
+        kinds: dict[str, Callable[[Path], Tracker]] = {"csv": CsvTracker,
+                                                       "tensorboard": TensorBoardTracker}
+        self.trackers: list[Tracker] = ([kinds[n](self.folder) for n in names]
+                                        if self.folder is not None else [])  # none: no names
 
     def start(self, history: Sequence[Mapping[str, Any]], start_epoch: int) -> None:
         """Before the first epoch of this session: the restored history (none if fresh)."""
-        if self.trackers:
+        if self.trackers and self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
         for tracker in self.trackers:
             tracker.start(history, start_epoch)
