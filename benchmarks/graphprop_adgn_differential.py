@@ -486,11 +486,17 @@ def field_ours(args) -> None:
 # --------------------------------------------------------------------- curves, figure
 
 def read_ours(path: Path, run: int) -> dict[str, list]:
-    """One run's columns of our `history.csv` (`--tracker csv`)."""
+    """One run's columns of our `history.csv` (`--tracker csv`), cut where the run stopped
+    (a run stopped by patience while others of its program go on repeats its last val and
+    test until the program ends)."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
     key = (lambda c: f"{c}/run{run}") if f"val/run{run}" in rows[0] else (lambda c: c)
-    return {c: [float(r[key(c)]) for r in rows] for c in ("train_loss", "val", "test")}
+    out = {c: [float(r[key(c)]) for r in rows] for c in ("train_loss", "val", "test")}
+    last = len(rows)
+    while last > 1 and all(out[c][last - 1] == out[c][last - 2] for c in ("val", "test")):
+        last -= 1
+    return {c: v[:last] for c, v in out.items()}
 
 
 def plot(args) -> None:
@@ -519,11 +525,10 @@ def plot(args) -> None:
             axes[1].plot([a - b for a, b in zip(run["test_batch_mean"], run["test"],
                                                 strict=True)],
                          lw=0.6, ls="--", color=line.get_color(), label=f"{label} test")
-        for i, e in enumerate(range(len(run["val"]))):
-            rows.append({"run": label, "side": side, "epoch": e, "train_loss":
-                         run["train_loss"][i], "val": run["val"][i], "test": run["test"][i],
-                         "val_batch_mean": run.get("val_batch_mean", [None] * (i + 1))[i],
-                         "test_batch_mean": run.get("test_batch_mean", [None] * (i + 1))[i]})
+        for e in range(len(run["val"])):
+            rows.append({"run": label, "side": side, "epoch": e, **{
+                c: (f"{run[c][e]:.5g}" if c in run else "") for c in (
+                    "train_loss", "val", "test", "val_batch_mean", "test_batch_mean")}})
     axes[0].axhline(-3.2417, color="k", lw=1, ls=":", label="paper ADGN -3.2417 (test)")
     axes[0].set(title='"SSSP" (Laplacian features): val (solid), test (dashed)',
                 xlabel="epoch", ylabel="log10 MSE, pooled graph means")
@@ -534,7 +539,7 @@ def plot(args) -> None:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     OUT.mkdir(parents=True, exist_ok=True)
-    fig.savefig(OUT / "curves.png", dpi=110)
+    fig.savefig(OUT / "curves.png", dpi=90)
     with open(OUT / "curves.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -550,18 +555,21 @@ def summarise(series: list, at: list[int]) -> None:
     horizon = min(len(run["val"]) for _, run, _ in series)
     head = " | ".join(f"val@{e}" for e in at)
     rows = [f"| run | epochs run | {head} | best val in {horizon} (epoch) | test there | "
-            "authors' test score there |", "|" + " --- |" * (5 + len(at))]
+            "best val of the run (epoch) | test there | authors' test score there |",
+            "|" + " --- |" * (7 + len(at))]
+
+    def best_of(val):
+        return max(i for i, v in enumerate(val) if v == min(val))  # ties: the later
+
     for label, run, _ in series:
-        val = run["val"][:horizon]
-        best = max(i for i, v in enumerate(val) if v == min(val))
+        early, best = best_of(run["val"][:horizon]), best_of(run["val"])
         cells = " | ".join(f"{run['val'][e]:.3f}" if e < len(run["val"]) else "-"
                            for e in at)
         authors = run.get("test_batch_mean")
-        rows.append(f"| {label} | {len(run['val'])} | {cells} | {val[best]:.3f} ({best}) | "
-                    f"{run['test'][best]:.3f} | "
-                    f"{authors[best]:.3f} |" if authors else
-                    f"| {label} | {len(run['val'])} | {cells} | {val[best]:.3f} ({best}) | "
-                    f"{run['test'][best]:.3f} | - |")
+        rows.append(f"| {label} | {len(run['val'])} | {cells} | {run['val'][early]:.3f} "
+                    f"({early}) | {run['test'][early]:.3f} | {run['val'][best]:.3f} ({best})"
+                    f" | {run['test'][best]:.3f} | "
+                    + (f"{authors[best]:.3f} |" if authors else "- |"))
     (OUT / "summary.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 
