@@ -38,6 +38,10 @@ def main(out: str) -> None:
     for shard in (False, True):  # the device pipeline: fused epochs after the first
         cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True, shard_runs=shard)
         report["sharded" if shard else "single"] = summary(train(model_fn, data, cfg, GRID))
+    # the same sharded program with devices 1-3's runs changed: device 0's must not move
+    other = GRID[:1] + tuple({"epsilon": 0.3, "beta": 0.5} for _ in GRID[1:])
+    cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True, shard_runs=True)
+    report["others_changed"] = summary(train(model_fn, data, cfg, other))
     try:
         train(model_fn, data, TrainConfig(epochs=1, seeds=(0, 1, 2), quiet=True,
                                           shard_runs=True, description="odd"), GRID[:2])

@@ -28,9 +28,16 @@ def test_four_devices_hold_the_runs_and_train_them_like_one(tmp_path):
     single, sharded = report["single"], report["sharded"]
     assert report["devices"] == 4
     assert single["param_devices"] == [1] and sharded["param_devices"] == [4]
-    # The first epoch is the same bits; later ones agree to float32 rounding: XLA:CPU
-    # compiles a vmapped step of 2 runs (a device's share) differently from one of 8.
-    assert sharded["history"][0] == single["history"][0]
+    # One device and four agree to float32 rounding, not bit for bit: on XLA:CPU a run's
+    # numbers follow the width of the vmapped program it sits in (8 runs here, 2 per
+    # device there; `python -m benchmarks.run_width_bits` shows it on a toy model).
+    # What sharding must not do is mix runs: device 0's runs are the same bits whatever
+    # the other devices train.
+    changed = report["others_changed"]["history"]
+    for a, b in zip(sharded["history"], changed, strict=True):
+        for key in ("train_loss", "val", "test"):
+            assert a[key][:2] == b[key][:2]
+            assert a[key][2:] != b[key][2:]
     for a, b in zip(sharded["history"], single["history"], strict=True):
         for key in ("train_loss", "val", "test"):
             np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-7)
