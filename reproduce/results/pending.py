@@ -26,6 +26,7 @@ from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
 
 DIFFERENTIAL = "graphprop-differential"
+ADGN_DIFFERENTIAL = "graphprop-adgn-differential"
 PLATEAU = "graphprop-plateau"
 SECTION_FILE = "section.md"
 CAMPAIGN = "campaign"
@@ -237,7 +238,16 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
 def plateau(root: Path) -> list[str]:
     """Where the GraphProp plateau ends (issue 37): its own section, verbatim, when the
     measurement's folder has one."""
-    path = root / PLATEAU / SECTION_FILE
+    return _verbatim(root / PLATEAU)
+
+
+def adgn_differential(root: Path) -> list[str]:
+    """ADGN against the authors' ADGN code (issue 37): its own section, verbatim."""
+    return _verbatim(root / ADGN_DIFFERENTIAL)
+
+
+def _verbatim(folder: Path) -> list[str]:
+    path = folder / SECTION_FILE
     return [path.read_text().rstrip(), ""] if path.exists() else []
 
 

@@ -89,7 +89,8 @@ def document(root: Path, out: Path) -> tuple[str, list[str]]:
     parts += sections.transfer(groups.get("transfer", []), paper["transfer"], authors,
                                figure["transfer"], _relative(figure["transfer"], out))
     parts += sections.graphprop(groups.get("graphprop", []), paper["graphprop"])
-    parts += pending.plateau(root) + pending.differential(root)
+    parts += (pending.plateau(root) + pending.adgn_differential(root)
+              + pending.differential(root))
     parts += realworld.lrgb(groups.get("lrgb", []), paper["lrgb"], figure["lrgb"],
                             _relative(figure["lrgb"], out))
     parts += pending.ablation(groups.get("graphprop", []), groups.get("lrgb", []), paper)
