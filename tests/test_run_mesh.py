@@ -31,7 +31,8 @@ def report(tmp_path_factory) -> dict:
     tests below, compiled as users' programs are. (With the suite's cheap compiles, LLVM
     at -O0 and the older emitters, the blocked sharded program still rounds Adam's update
     otherwise from its second step, though both programs fuse the same HLO arithmetic:
-    code generation, not the program.)"""
+    LLVM contracts a product and a sum into one FMA in one program's kernel and not in the
+    other's; with `--xla_cpu_max_isa=SSE4_2`, no FMA, they are the same bits.)"""
     return report_on_devices("tests.run_mesh_script",
                              tmp_path_factory.mktemp("run_mesh") / "report.json",
                              production=True)
