@@ -1,30 +1,41 @@
 """Why `shard_runs` is not bit-identical to one device on XLA:CPU (issue 39): one run's
-numbers depend on how many runs share its vmapped program.
+numbers depend on how many runs share its vmapped program; and how `run_block` makes
+them the same bits.
 
 A two-layer tanh model's loss and gradient, `vmap`ped over `R = 8` runs that share their
-inputs `x [N, d]` (as a grid's runs share a batch), computed four ways on 4 simulated CPU
+inputs `x [N, d]` (as a grid's runs share a batch), computed five ways on 4 simulated CPU
 devices:
 
 - `one8`: one device, all 8 runs in one vmapped program (`shard_runs=False`);
 - `sharded`: `shard_map` over the 4 devices, 2 runs per device (`shard_runs=True`);
 - `one2`: one device, the first 2 runs alone (what device 0 holds);
 - `map`: `lax.map` over the runs (each run its own program of width 1), on one device and
-  sharded.
+  sharded;
+- `blocked`: `swan_jax.train.in_blocks` (`run_block=2`): on one device 4 vmapped blocks
+  of 2 runs one after another, sharded one block per device.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 python -m benchmarks.run_width_bits
 
 What it showed (2026-11-28, jax 0.10.2, the 2-core CPU): `sharded` differs from `one8` by
 float32 rounding (1.5e-8 in the gradient) and equals `one2` bit for bit on device 0;
 `one8` itself differs from `one2` in those same two runs; `map` is the same bits on one
-device and sharded. So a run's numbers move with the width of the vmapped program it sits
-in (XLA folds the product with the shared operand over the runs into one larger matrix
-product, whose blocking, and so summation order, follows its size), and no flag tried
-changed that: `--xla_cpu_use_thunk_runtime=false`, `--xla_cpu_prefer_vector_width=128`,
-`--xla_cpu_use_xnnpack=false`, `--xla_cpu_multi_thread_eigen=false`. In the training test
-model (`tests/run_mesh_script.py`) the same holds for device 0's runs, while some later
-devices' runs also differ from the same runs trained alone at width 2 (by rounding; not
-isolated further). Bit-identity with one device for every run would need width-1
-programs (`lax.map`), which gives up what vmapping the runs buys on a GPU.
+device and sharded, and so is `blocked`. So a run's numbers move with the width of the
+vmapped program it sits in (XLA folds the product with the shared operand over the runs
+into one larger matrix product, whose blocking, and so summation order, follows its
+size), and no flag tried changed that: `--xla_cpu_use_thunk_runtime=false`,
+`--xla_cpu_prefer_vector_width=128`, `--xla_cpu_use_xnnpack=false`,
+`--xla_cpu_multi_thread_eigen=false`. Blocks of a fixed width `B` fix it at a cost that
+`B` chooses (on a GPU the blocks run one after another: `B` runs fill less of the device
+than all of them), where width-1 programs (`map`) give up vmapping altogether.
+
+In the training test model (`tests/run_mesh_script.py`, Adam) width was not the only
+cause: with SGD, device 0's runs equalled the same runs trained alone, but with Adam no
+run equalled one device's, in blocks or not. The partitioned program simplifies Adam's
+bias correction otherwise (`swan_jax.train._optim.scale_by_adam`: the SPMD clean-up's
+CSE merges the per-run divisors' broadcasts of same-shape leaves before XLA's algebraic
+simplifier picks its rewrite of `(m / c) / (sqrt(v / c') + eps)`); with `run_block` the
+optimiser multiplies by the reciprocals, and every run's history and parameters are one
+device's, bit for bit.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
+
+from swan_jax.train import in_blocks
 
 RUNS, NODES, WIDTH = 8, 300, 16
 
@@ -67,6 +80,8 @@ def run() -> dict:
 
     one8, one2 = jax.jit(_vmapped)(w, x, y), jax.jit(_vmapped)(w[:2], x, y)
     split, map1, map4 = sharded(_vmapped), jax.jit(_mapped)(w, x, y), sharded(_mapped)
+    blocked = in_blocks(_vmapped, (True, False, False), 2)
+    blocks1, blocks4 = jax.jit(blocked)(w, x, y), sharded(blocked)
 
     def same(a, b) -> bool:
         return all(bool((p == q).all()) for p, q in zip(a, b, strict=True))
@@ -77,6 +92,9 @@ def run() -> dict:
         "device0_equals_its_runs_alone": same((split[0][:2], split[1][:2]), one2),
         "one_device_width_8_equals_width_2": same((one8[0][:2], one8[1][:2]), one2),
         "lax_map_sharded_equals_one_device": same(map4, map1),
+        "blocked_sharded_equals_one_device": same(blocks4, blocks1),
+        "blocked_one_device_equals_unblocked_width_2": same(
+            (blocks1[0][:2], blocks1[1][:2]), one2),
         "machine": {"jax": jax.__version__, "backend": jax.default_backend()},
     }
 

@@ -53,7 +53,7 @@ from swan_jax.models import (
     pool_nodes,
 )
 from swan_jax.settings import setting
-from swan_jax.train import stack_hparams
+from swan_jax.train import in_blocks, stack_hparams
 
 TASKS = ("diameter", "sssp", "eccentricity")
 TASK_LEVEL = {"diameter": "graph", "sssp": "node", "eccentricity": "node"}
@@ -231,8 +231,9 @@ class GraphProp(Experiment[GraphPropConfig]):
         batch_size = graphprop.LABEL_SETTINGS[program.cell["labels"]].batch_size
         model_fn = self.model_fn(cfg, program.cell, program.static)
         _, hp = stack_hparams(program.grid, cfg.seeds, cfg.train)
-        predict = jax.jit(jax.vmap(lambda p, h, g: model_fn(h).apply(p, g),
-                                   in_axes=(0, 0, None)))
+        predict = jax.jit(in_blocks(jax.vmap(lambda p, h, g: model_fn(h).apply(p, g),
+                                             in_axes=(0, 0, None)),
+                                    (True, True, False), cfg.run_block))  # as training's
         scores: list[dict[str, float]] = [{} for _ in result.runs]
         for split, name in zip(("val", "test"), AUTHORS_SCORES, strict=True):
             data = splits[split]

@@ -36,6 +36,8 @@ Where things are (private modules, this is the public face):
 - `_loop`: `train`, in named parts; `open_program`, its set-up without the epochs.
 - `_run_mesh`: the runs split over every device (`shard_runs`); `writes_files`,
   `check_divides`, `RunsDoNotDivide` for a sweep across processes.
+- `_run_blocks`: the vmapped runs computed in blocks (`run_block`): a run's bits follow
+  the block, not the device count; `in_blocks`, `check_blocks`, `RunBlockDoesNotDivide`.
 """
 
 from swan_jax.pytrees import tree_size as count_params
@@ -64,6 +66,7 @@ from swan_jax.train._metric import Metric
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
 from swan_jax.train._pipeline import MAX_CHUNK
 from swan_jax.train._progress import duration, interactive
+from swan_jax.train._run_blocks import RunBlockDoesNotDivide, check_blocks, in_blocks
 from swan_jax.train._run_mesh import RunsDoNotDivide, check_divides, writes_files
 from swan_jax.train._splits import SPLIT_AXIS, NodeSplit, Split
 from swan_jax.train._state import RunState, init_runs, select_runs
@@ -72,11 +75,12 @@ from swan_jax.train._step import make_train_step
 __all__ = [
     "HISTORY_FILE", "MAX_CHUNK", "METRICS", "MIN_FUSED_EPOCHS", "OPTIMIZERS", "RUN_FILE",
     "SCHEDULES", "SPLIT_AXIS", "TASK_LEVELS",
-    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunState", "RunsDoNotDivide",
-    "Split", "StepTooLarge",
+    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunBlockDoesNotDivide",
+    "RunState", "RunsDoNotDivide", "Split", "StepTooLarge",
     "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "can_fuse",
-    "check_divides", "count_params", "duration",
-    "free_memory_bytes", "get_metric", "init_runs", "interactive", "make_train_step",
+    "check_blocks", "check_divides", "count_params", "duration",
+    "free_memory_bytes", "get_metric", "in_blocks", "init_runs", "interactive",
+    "make_train_step",
     "make_tx", "metric_mode", "open_program", "read_history", "read_run_file",
     "schedule_scale", "select_runs", "stack_hparams", "step_memory", "train",
     "writes_files",

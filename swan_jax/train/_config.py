@@ -92,6 +92,12 @@ class TrainConfig:
     early stop and `deadline` always save, and `resume` continues bit-identically from
     the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
     from which another epoch would overrun it, after a save (`TrainingInterrupted`).
+    `run_block`: the vmapped runs computed that many at a time, one block after another
+    (`_run_blocks`; with `shard_runs`, each device's share), and Adam's and the clip's
+    divisions by a run's number written as products (`_optim.scale_by_adam`): a run's
+    float32 numbers then follow the block, not the device count, so the sharded program
+    trains one device's bits; None vmaps every run (of a device) at once, with optax's
+    Adam. It must divide the runs (with `shard_runs`, each device's share).
     `epochs_per_call`: on the device pipeline, short epochs (one training call each, a
     metric summed on the device, no plateau schedule, `checkpoint_seconds` > 0, a run of at
     least `_fused.MIN_FUSED_EPOCHS` epochs) run up to this many per device call, early
@@ -147,7 +153,13 @@ class TrainConfig:
                                   "devices (jax.sharding)")
     shard_runs: bool = setting(False, role="io", help="split a program's runs (grid "
                                "points x seeds) over every device, of every process after "
-                               "jax.distributed.initialize(); the same numbers")
+                               "jax.distributed.initialize(); the same numbers to "
+                               "float32 rounding (bit for bit with run_block)")
+    run_block: int | None = setting(None, low=1, role="io", help="compute a program's "
+                                    "runs this many at a time (vmapped blocks, one after "
+                                    "another; with shard_runs, of each device's share): a "
+                                    "run's bits then follow the block, not the device count "
+                                    "(none: every run at once)")
     check_memory: bool = setting(True, role="io", help="refuse a step that cannot fit in "
                                  "device memory, before compiling it")
     track_test: bool = setting(True, role="internal", help="score the test split each epoch")
@@ -191,6 +203,8 @@ class TrainConfig:
         if not 1 <= self.epochs_per_call <= MAX_EPOCHS_PER_CALL:
             raise ValueError(f"epochs_per_call must be in [1, {MAX_EPOCHS_PER_CALL}], got "
                              f"{self.epochs_per_call}")
+        if self.run_block is not None and self.run_block < 1:
+            raise ValueError(f"run_block must be >= 1 or None, got {self.run_block}")
         if self.shard_runs and self.data_parallel:
             raise ValueError("shard_runs splits the runs over the devices, data_parallel a "
                              "step's graphs: turn one of them off")
@@ -221,12 +235,13 @@ class TrainConfig:
         or its `Metric.describe()`."""
         # Where and how the runs execute is not their identity: a program resumes with
         # another pipeline or placement (`shard_runs`: a CPU bundle goes on on a GPU, a
-        # sharded grid on one device). A field added here changes every fingerprint,
+        # sharded grid on one device) or in other blocks of runs (`run_block`: the state
+        # is the same `[runs]` arrays). A field added here changes every fingerprint,
         # and so orphans every saved checkpoint: tests/test_train.py pins one.
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
                 "checkpoint_seconds", "deadline", "quiet", "trackers", "epochs_per_call",
-                "shard_runs"}
+                "shard_runs", "run_block"}
         out = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

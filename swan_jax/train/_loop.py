@@ -52,6 +52,7 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
+from swan_jax.train._run_blocks import check_blocks
 from swan_jax.train._run_mesh import RunMesh, to_host
 from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
 from swan_jax.train._state import (
@@ -93,8 +94,10 @@ class _Program:
         self.runs, self.hp = stack_hparams(grid, cfg.seeds, cfg)
         _check_split_axis(num_splits(splits), self.hp, cfg.metric)
         self.mode = metric_mode(cfg.metric)
-        self.place = Placement(cfg.data_parallel, runs=RunMesh(
-            len(self.runs), what=cfg.description) if cfg.shard_runs else None)
+        mesh = RunMesh(len(self.runs), what=cfg.description) if cfg.shard_runs else None
+        check_blocks(len(self.runs), cfg.run_block, cfg.description,
+                     devices=1 if mesh is None else mesh.devices)
+        self.place = Placement(cfg.data_parallel, runs=mesh, block=cfg.run_block)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)

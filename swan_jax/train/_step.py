@@ -1,5 +1,6 @@
 """The two jitted programs of a training call: one optimiser step and one prediction, both
-over every run at once (`jax.vmap` over the leading `[runs]` axis; the batch is shared)."""
+over every run at once (`jax.vmap` over the leading `[runs]` axis; the batch is shared),
+in blocks of runs where the placement says so (`run_block`, `_run_blocks`)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
     the loss comes back NaN for a non-finite step. `hp["learning_rate"]` may change from
     call to call (schedules): it is an argument, not a constant.
     """
-    place = Placement(cfg.data_parallel) if place is None else place
+    place = Placement(cfg.data_parallel, block=cfg.run_block) if place is None else place
     loss_fn = get_batch_loss(cfg.loss)
 
     def step_one(p, o, h, batch: Batch, active):
@@ -55,9 +56,8 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
         return new_p, new_o, jnp.where(finite, loss, jnp.nan)
 
-    step = jax.vmap(step_one, in_axes=(0, 0, 0, None, 0))
-    return step if place.runs is None else place.runs.per_device(
-        step, (True, True, True, False, True))
+    return place.over_runs(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)),
+                           (True, True, True, False, True))
 
 
 def all_finite(tree) -> jax.Array:
@@ -92,6 +92,4 @@ def predict_function(model_fn: ModelFn, place: Placement):
     def predict_one(p, h, batch: Batch):
         return place.model_apply(model_fn)(p, h, batch.graph)
 
-    predict = jax.vmap(predict_one, in_axes=(0, 0, None))
-    return predict if place.runs is None else place.runs.per_device(
-        predict, (True, True, False))
+    return place.over_runs(jax.vmap(predict_one, in_axes=(0, 0, None)), (True, True, False))

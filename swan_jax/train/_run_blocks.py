@@ -1,0 +1,97 @@
+"""A program's runs computed in blocks of `B` (`run_block=B`): numbers that follow `B`,
+not the device count.
+
+A program's step and prediction are `jax.vmap` over its `[R]` runs, which share their
+batch. On XLA:CPU a run's float32 numbers then depend on `R`: XLA folds the product of
+the shared operand with every run's weights into one matrix product `[N, d] x [d, R d]`
+whose blocking, and so summation order, follows its size
+(`benchmarks/run_width_bits.py`). With `shard_runs` each device vmaps its share `R / D`,
+so the same run rounds differently on `D` devices than on one.
+
+`in_blocks(fn, runs, B)` computes the vmapped `fn` as `jax.lax.map` over `[R / B, B, ...]`
+blocks of the run-leading arguments, one block of `B` vmapped runs after another. Every
+run then sits in a vmapped program of width `B` whatever `R` and `D` are. The placement
+blocks the training step and the prediction (`Placement.over_runs`; with `shard_runs`
+inside each device's share), and `make_tx` writes Adam's and the clip's divisions by a
+run's number as products (`_optim.scale_by_adam`: the partitioned program simplified
+them otherwise). The sharded program then trains one device's bits: every run's history
+and parameters (`tests/test_run_mesh.py`, 4 simulated CPU devices, production compiles).
+
+The blocks run one after another: on a GPU a block of `B` runs fills less of the device
+than all `R` at once, so a step costs up to `R / B` block steps where the device was not
+full (`B` = runs per device keeps the sharded step one block per device); the step's
+activations are one block's (`_memory.step_bytes`). `None` (the default) vmaps all runs
+at once, with optax's Adam, as before.
+
+A block size that does not divide the runs (or, with `shard_runs`, each device's share)
+is refused in one line naming `run_block` (`check_blocks`): no dummy runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from swan_jax.settings import HINT, Hint, HintedError
+
+
+class RunBlockDoesNotDivide(HintedError, ValueError):
+    """`run_block` does not divide a program's runs (or each device's share of them);
+    its hint names `run_block`."""
+
+
+def check_blocks(runs: int, block: int | None, what: str, *, devices: int = 1) -> None:
+    """Refuse (one line) a `block` that does not divide `runs / devices`, each device's
+    share of the runs (`devices` 1: one device holds them all)."""
+    if block is None:
+        return
+    share = runs // devices
+    if share % block == 0:
+        return
+    held = (f"{runs} runs (grid points x seeds)" if devices == 1 else
+            f"{runs} runs (grid points x seeds), {share} per device on {devices} devices,")
+    whole = "all runs" if devices == 1 else "each device's runs"
+    raise RunBlockDoesNotDivide(
+        f"{what} has {held} which do not split into blocks of {block} runs: {HINT}",
+        Hint("run_block", None, f"choose a {{switch}} that divides {share} (or none: "
+                                f"{whole} in one vmapped block)"))
+
+
+def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None) -> Callable:
+    """`fn` (vmapped over runs: the arguments flagged in `runs` lead with `[R]`, every
+    output does) computed `block` runs at a time: `jax.lax.map` over the run-leading
+    arguments reshaped to `[R / block, block, ...]`, the others shared by every block;
+    the outputs reshaped back to `[R, ...]`. `block` None: `fn` itself."""
+    if block is None:
+        return fn
+
+    def blocked(*args: Any) -> Any:
+        count = _runs_of(args, runs)
+        if count % block:  # `check_blocks` refused this before anything was traced
+            raise ValueError(f"{count} runs do not split into blocks of {block}")
+
+        def split(a):
+            return a.reshape((count // block, block) + a.shape[1:])
+
+        stacked = tuple(jax.tree_util.tree_map(split, a) for a, r in zip(args, runs,
+                                                                         strict=True) if r)
+
+        def one(parts):
+            it = iter(parts)
+            return fn(*(next(it) if r else a for a, r in zip(args, runs, strict=True)))
+
+        out = jax.lax.map(one, stacked)
+        return jax.tree_util.tree_map(lambda a: a.reshape((count,) + a.shape[2:]), out)
+
+    return blocked
+
+
+def _runs_of(args: Sequence[Any], runs: Sequence[bool]) -> int:
+    """The leading `[R]` of the run-leading arguments."""
+    leaves = [leaf for a, r in zip(args, runs, strict=True) if r
+              for leaf in jax.tree_util.tree_leaves(a)]
+    if not leaves:
+        raise ValueError("in_blocks needs at least one run-leading argument")
+    return int(leaves[0].shape[0])
