@@ -9,8 +9,9 @@
 #    (`campaign probe`: a GraphProp screen's largest program prices its screen on all
 #    three tasks), each built as the campaign builds it (full data, its points packed as
 #    the campaign packs them); their first epoch and pace go into costs.json marked as
-#    probes, nothing else is kept. After `merge`, `campaign plan --write` prices every
-#    cell of those shapes from them and prints the plan's total and measured share.
+#    probes, nothing else is kept. The copy's plan is then priced from them (the cells'
+#    order below); after `merge` here, `campaign plan --write` prices every cell of those
+#    shapes from them and prints the plan's total and measured share.
 #    PROBE_CELLS: the cells whose shapes may be probed (default: the CELLS below).
 # 3. Campaign cells for the rest of SLICE_SECONDS (default 540), in the order of value
 #    `CELLS` lists (`campaign run --ordered`: by the first pattern a cell matches, then
@@ -136,6 +137,10 @@ if [ "$PROBE_SECONDS" != 0 ]; then  # a probe under way ends after its second ep
     timeout -s TERM $((PROBE_SECONDS + 90)) "$PY" -m reproduce.campaign probe \
         --reproductions "$work/reproductions" --probe-seconds "$PROBE_SECONDS" \
         --probe-epochs "${PROBE_EPOCHS:-5}" "${probes[@]}" || echo "probes ended with status $?"
+    # the copy's plan priced from them (the log says the measured share): the cells'
+    # order of value below takes the measured costs (`merge` never takes this plan back)
+    "$PY" -m reproduce.campaign plan --write --reproductions "$work/reproductions" \
+        --plan "$work/reproductions/campaign/plan.toml" || echo "plan ended with status $?"
 fi
 echo "slice: $(($(date +%s) - started)) s before the campaign's cells (profile, probes)"
 if [ "${RUNTIME_TABLE:-0}" = 1 ]; then  # the paper's runtime table, beside the authors' code
