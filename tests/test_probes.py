@@ -148,3 +148,32 @@ def test_a_probe_records_its_pace_and_keeps_nothing_else(tmp_path: Path):
     priced = measured(entry, opts.reproductions)  # a CPU pace prices no GPU column
     assert priced.cost_minutes == entry.cost_minutes
     assert probe.candidates([entry], opts, {}) == []  # measured: nothing left to probe
+
+
+def test_sigterm_ends_the_probes_and_leaves_no_scratch_folder(tmp_path: Path, monkeypatch):
+    """The slice's hard stop (`timeout -s TERM`) inside a probe: that probe's epochs so
+    far are recorded, no further probe starts, its folder is deleted, the handler goes."""
+    import dataclasses
+    import os
+    import signal
+
+    swan = _transfer(2.0)
+    gcn = dataclasses.replace(swan, id="transfer/line/3/gcn",
+                              config={**swan.config, "models": ["gcn"]})
+    opts = _opts(tmp_path, [swan, gcn], kind="cpu-2core")
+    assert len(probe.candidates([swan, gcn], opts, {})) == 2
+    plain = probe._ProbeDeadline.on_epoch_end
+
+    def term_at_first_epoch(self, epoch, record):
+        if self.epochs == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+        plain(self, epoch, record)
+
+    monkeypatch.setattr(probe._ProbeDeadline, "on_epoch_end", term_at_first_epoch)
+    before = signal.getsignal(signal.SIGTERM)
+    lines = probe.run_probes(opts, seconds=600, epochs=3)
+    assert "probes: stopped by a signal" in lines
+    items = json.loads((opts.folder / costs.COSTS_FILE).read_text())["programs"]
+    assert [i["cell"] for i in items] == [swan.id] and items[0]["epochs"] == 1
+    assert not any((opts.work / "_probes").rglob("*"))
+    assert signal.getsignal(signal.SIGTERM) == before

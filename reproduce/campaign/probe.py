@@ -203,6 +203,7 @@ def run_probes(opts, *, seconds: float, epochs: int = PROBE_EPOCHS,
         lines += _probes(todo, opts, end, epochs, stopped)
     except KeyboardInterrupt:  # between probes, or before one trained
         lines.append("probes: stopped by a signal")
+        print(lines[-1], flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return lines + [f"probes: {time.monotonic() - started:.0f} s"]
@@ -219,6 +220,7 @@ def _probes(todo: Sequence[Candidate], opts, end: float, epochs: int, stopped: l
         if left < MIN_SECONDS:
             lines.append(f"probes: {left:.0f} s left, less than a probe's first epoch "
                          f"({MIN_SECONDS:.0f} s): {len(todo) - i} shape(s) not probed")
+            print(lines[-1], flush=True)
             break
         print(f"probe {i + 1}: {c.cell.id} {c.program} ({c.runs} runs), prices "
               f"{c.minutes:.0f} plan minutes", flush=True)
@@ -243,5 +245,6 @@ def _probes(todo: Sequence[Candidate], opts, end: float, epochs: int, stopped: l
         print(lines[-1], flush=True)
         if stopped:
             lines.append("probes: stopped by a signal")
+            print(lines[-1], flush=True)
             break
     return lines
