@@ -7,6 +7,8 @@ each is for), in the repository root:
 - `.gpu_data/`: the raw Peptides-func and Tolokers files, copied from `--data-dir`;
 - `.gpu_cache/lrgb/`: Peptides-func's featurised graphs (the processed cache, compressed:
   about 7 MB), so that the GPU machine needs no RDKit and does not featurise for minutes;
+- `.gpu_cache/graphprop/`: GraphProp's generated graphs at the paper's sizes (about 3 MB),
+  so that the slice's probes and Table 1's screens start training at once;
 - `.gpu_ref/swan.py`: the authors' model file, copied from `--ref` when given.
 
     python -m benchmarks.gpu_inputs --data-dir ../shared/data [--ref PATH/swan.py]
@@ -59,6 +61,14 @@ def featurised_peptides(data_dir: Path, folder: Path) -> None:
             np.savez_compressed(out / path.name, **{k: cached[k] for k in cached.files})
 
 
+def graphprop_graphs(folder: Path) -> None:
+    """GraphProp's raw splits at the paper's sizes and seed, as the experiment caches them
+    (`<folder>/graphprop/`: generated here once)."""
+    from swan_jax.data.graphprop import load_graphprop_raw
+
+    load_graphprop_raw(folder)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.gpu_inputs",
                                 description=__doc__.split("\n")[0])
@@ -72,6 +82,7 @@ def main(argv=None) -> int:
     wheels(ROOT / ".whl")
     raw_data(args.data_dir, ROOT / ".gpu_data")
     featurised_peptides(args.data_dir, ROOT / ".gpu_cache")
+    graphprop_graphs(ROOT / ".gpu_cache")
     ref = ROOT / ".gpu_ref" / "swan.py"
     if args.ref is not None and args.ref.resolve() != ref.resolve():
         ref.parent.mkdir(exist_ok=True)

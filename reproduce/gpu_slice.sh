@@ -3,7 +3,17 @@
 #
 # 1. The device profile (benchmarks/device_profile.py through benchmarks/gpu_check.sh,
 #    at most PROFILE_SECONDS=110): which kernels an epoch's time goes to.
-# 2. Campaign cells for the rest of SLICE_SECONDS (default 540), in the order of value
+# 2. Probes, at most about PROBE_SECONDS (default 120; 0: none): a few epochs (PROBE_EPOCHS,
+#    default 5, the first compiling) of each program shape of the plan's remaining cells
+#    that nothing measured yet, the one that prices the most plan minutes first
+#    (`campaign probe`: a GraphProp screen's largest program prices its screen on all
+#    three tasks), each built as the campaign builds it (full data, its points packed as
+#    the campaign packs them); their first epoch and pace go into costs.json marked as
+#    probes, nothing else is kept. The copy's plan is then priced from them (the cells'
+#    order below); after `merge` here, `campaign plan --write` prices every cell of those
+#    shapes from them and prints the plan's total and measured share.
+#    PROBE_CELLS: the cells whose shapes may be probed (default: the CELLS below).
+# 3. Campaign cells for the rest of SLICE_SECONDS (default 540), in the order of value
 #    `CELLS` lists (`campaign run --ordered`: by the first pattern a cell matches, then
 #    cells under way first, then the cheapest remaining on this device kind):
 #      lrgb/*                                the unfinished LRGB cells (minutes each)
@@ -17,7 +27,15 @@
 #      tolokers/*                            the scalability table
 #      jacobian/*                            the Jacobian figure (about 8 H200 min)
 #    Every program trained records its shape and seconds per epoch in
-#    reproductions/campaign/costs.json (the plan's measured costs after `merge`).
+#    reproductions/campaign/costs.json (the plan's measured costs after `merge`). A cell
+#    whose data the machine lacks (lrgb/peptides-struct/*: not carried) is skipped in one
+#    line before any compile.
+#
+# The next GPU window (the whole lease, then merge and re-plan here):
+#
+#   OUT=runs/gpu_slice bash reproduce/gpu_slice.sh
+#   python -m reproduce.campaign merge runs/gpu_slice/reproductions.tar
+#   python -m reproduce.campaign plan --write    # the plan priced from the probes
 #
 # Everything comes back under $OUT: the profile in $OUT/check/, and
 # $OUT/reproductions.tar (the campaign's state, costs, collected cells and the bundles of
@@ -36,7 +54,11 @@
 # workloads, default peptides-learn, empty for none); GPU_CHECK_TRANSFER=1 times issue
 # 19's transfer target after the profile; RUNTIME_TABLE=1 runs the paper's runtime table
 # (`reproduce.runtime`, at most 5 minutes, with the authors' PyTorch beside it when
-# .gpu_ref/swan.py and torch are there). GPU_CHECK_SMOKE=1 runs it all on a CPU (tiny).
+# .gpu_ref/swan.py and torch are there). GPU_CHECK_SMOKE=1 runs it all on a CPU (tiny:
+# the probes default to PROBE_CELLS='transfer/line/10/gps', 3 epochs, 150 s), e.g.
+#
+#   GPU_CHECK_SMOKE=1 SLICE_SECONDS=480 CELLS='transfer/line/10/gps' OUT=/tmp/slice \
+#       bash reproduce/gpu_slice.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_slice}
@@ -55,7 +77,6 @@ if [ "$CHECK_MINUTES" != 0 ]; then  # the profile first, then the check's parts 
         GPU_CHECK_PROFILE_SECONDS=${PROFILE_SECONDS:-110} \
         bash benchmarks/gpu_check.sh || echo "gpu check ended with status $?"
 fi
-echo "slice: $(($(date +%s) - started)) s before the campaign's cells (profile and check)"
 
 PY=${PY:-python3}
 if [ -n "${GPU_CHECK_SMOKE:-}" ] && [ -x .venv/bin/python ]; then
@@ -91,13 +112,37 @@ except (OSError, ValueError, KeyError):
     items = []
 since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
 for t in (i for i in items if i.get("recorded", "") >= since):
-    print(f"cost: {t['device']} {t['program']}: {t['runs']} runs, {t['nodes']} nodes, "
+    print(f"{'probe' if t.get('probe') else 'cost'}: {t['device']} {t['program']}: "
+          f"{t['runs']} runs, {t['nodes']} nodes, "
           f"layers {t['layers']}, hidden {t['hidden']}: {t['epochs']} epoch(s), first "
           f"{t['first_epoch_seconds']} s, then {t['seconds_per_epoch']} s per epoch")
 PYEOF
 }
 work=${SLICE_WORK:-/tmp/gpu_slice_work}
 rm -rf "$work" && mkdir -p "$work" && cp -r reproductions "$work/" && touch "$work/.copied"
+# The campaign is the only process on the GPU now: let JAX take 90% of its memory, not
+# the default 75% (transfer crossed-ring k = 50 SWAN's step is estimated at 59 GiB).
+export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.90}
+
+if [ -n "${GPU_CHECK_SMOKE:-}" ]; then  # tiny on a CPU: one cheap shape
+    PROBE_SECONDS=${PROBE_SECONDS:-150} PROBE_EPOCHS=${PROBE_EPOCHS:-3}
+    PROBE_CELLS=${PROBE_CELLS:-transfer/line/10/gps}
+fi
+PROBE_SECONDS=${PROBE_SECONDS:-120}
+if [ "$PROBE_SECONDS" != 0 ]; then  # a probe under way ends after its second epoch: a
+    probes=()                        # hard stop 90 s later keeps the cells' time
+    set -f
+    for pattern in ${PROBE_CELLS:-${CELLS:-$DEFAULT_CELLS}}; do probes+=(--cells "$pattern"); done
+    set +f
+    timeout -s TERM $((PROBE_SECONDS + 90)) "$PY" -m reproduce.campaign probe \
+        --reproductions "$work/reproductions" --probe-seconds "$PROBE_SECONDS" \
+        --probe-epochs "${PROBE_EPOCHS:-5}" "${probes[@]}" || echo "probes ended with status $?"
+    # the copy's plan priced from them (the log says the measured share): the cells'
+    # order of value below takes the measured costs (`merge` never takes this plan back)
+    "$PY" -m reproduce.campaign plan --write --reproductions "$work/reproductions" \
+        --plan "$work/reproductions/campaign/plan.toml" || echo "plan ended with status $?"
+fi
+echo "slice: $(($(date +%s) - started)) s before the campaign's cells (profile, probes)"
 if [ "${RUNTIME_TABLE:-0}" = 1 ]; then  # the paper's runtime table, beside the authors' code
     ref=()
     [ -f .gpu_ref/swan.py ] && ref=(--ref .gpu_ref/swan.py)
@@ -118,10 +163,7 @@ for pattern in ${CELLS:-$DEFAULT_CELLS}; do cells+=(--cells "$pattern"); done
 set +f
 minutes=$("$PY" -c "print(round(($left - 10) / 60, 2))")
 echo "campaign: $minutes minutes, cells in this order of value: ${CELLS:-$DEFAULT_CELLS}"
-# The campaign is the only process on the GPU now: let JAX take 90% of its memory, not
-# the default 75% (transfer crossed-ring k = 50 SWAN's step is estimated at 59 GiB).
-XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.90} \
-    timeout -s TERM "$left" "$PY" -m reproduce.campaign run \
+timeout -s TERM "$left" "$PY" -m reproduce.campaign run \
     --reproductions "$work/reproductions" --budget-minutes "$minutes" --no-render --ordered \
     "${cells[@]}"
 status=$?

@@ -308,6 +308,10 @@ def test_command_line_refusals_are_one_line(tmp_path, capsys):
 
     with pytest.raises(SystemExit, match="--budget-minutes must be > 0"):
         main(["run", "--budget-minutes", "0"])
+    with pytest.raises(SystemExit, match="campaign: --probe-seconds must be >= 0"):
+        main(["probe", "--probe-seconds", "-1"])
+    with pytest.raises(SystemExit, match=r"--probe-epochs must be >= 2 \(the first compiles"):
+        main(["probe", "--probe-epochs", "1"])
     with pytest.raises(SystemExit, match="campaign: run takes no files .*did you mean merge"):
         main(["run", str(tmp_path / "slice.tar")])
     with pytest.raises(SystemExit, match="campaign: merge needs the .tar"):
@@ -378,17 +382,23 @@ def test_a_merge_while_the_campaign_trains_keeps_its_cells(tmp_path):
 # ======================================================================== missing data
 
 
-def test_missing_data_leaves_an_under_way_cell_as_it_was_in_one_line(tmp_path):
-    """A cell whose data is missing (here: none downloadable, none on disk) is not run: one
-    line naming what is missing, and its state (under way, its progress) is not replaced
-    by a failure (issue 41: a campaign outside make recorded `failed: SweepRefused:
-    missing data, nothing was trained:` over an under-way cell)."""
+def test_missing_data_leaves_an_under_way_cell_as_it_was_in_one_line(tmp_path, monkeypatch):
+    """A cell whose data is missing (here: none on disk, and the campaign downloads
+    nothing unless told) is skipped before any compile: one line naming what is missing,
+    and its state (under way, its progress) is not replaced by a failure (issue 41: a
+    campaign outside make recorded `failed: SweepRefused: missing data, nothing was
+    trained:` over an under-way cell; issue 36: a GPU slice spent its time on
+    lrgb/peptides-struct/*, whose files it does not have)."""
+    def no_training(*args, **kwargs):
+        raise AssertionError("a cell without its data reached training")
+
+    monkeypatch.setattr(loop, "run_cell", no_training)
     empty = tmp_path / "empty"
     empty.mkdir()
     entry = plan.Entry(id="lrgb/peptides-struct/swan", experiment="lrgb", table="Table 3",
                        priority=1, status="runnable",
                        config={"datasets": ["peptides-struct"], "variants": ["swan"],
-                               "data_dir": str(empty), "download": False},
+                               "data_dir": str(empty)},
                        cost_minutes={"cpu-2core": 1.0})
     opts = _setup(tmp_path, [entry], "missing")
     under_way = {"cells": {entry.id: {"status": "under way", "programs": "0 of 1",
@@ -396,9 +406,10 @@ def test_missing_data_leaves_an_under_way_cell_as_it_was_in_one_line(tmp_path):
     (opts.folder / loop.STATE_FILE).write_text(json.dumps(under_way))
     lines = loop.run_campaign(opts)
     [line] = [line for line in lines if line.startswith(entry.id)]
-    assert line.startswith(f"{entry.id}: not run, its state kept: peptides-struct / swan: not "
-                           f"run: data unavailable (missing raw file(s): peptides-struct: ")
-    assert f"put it at {empty}" in line and "\n" not in line and not line.endswith(":")
+    assert line.startswith(f"{entry.id}: data not here (missing raw file(s): "
+                           f"peptides-struct: ")
+    assert line.endswith("; and 1 more file(s); or pass --download), skipped")
+    assert f"put it at {empty}" in line and "\n" not in line
     assert json.loads((opts.folder / loop.STATE_FILE).read_text()) == under_way
 
 

@@ -36,7 +36,10 @@ def test_a_slice_records_its_programs_merge_takes_them_and_the_plan_uses_them(tm
     costs.record(slice_root / "campaign", "h200", entry.id,
                  [{**shape, "epochs": 1, "first_epoch_seconds": 9.0,
                    "seconds_per_epoch": None}])
-    assert measured(entry, slice_root) == entry  # a compiling epoch alone is no pace
+    # a compiling epoch alone is no pace
+    assert measured(entry, slice_root).cost_minutes == entry.cost_minutes
+    assert measured(entry, slice_root).basis == ("h100 and h200 modelled; the model: "
+                                                 "modelled (defaults.py)")
     costs.record(slice_root / "campaign", "h200", entry.id,
                  [{**shape, "epochs": 50, "first_epoch_seconds": 12.0,
                    "seconds_per_epoch": 0.3}])
@@ -48,9 +51,12 @@ def test_a_slice_records_its_programs_merge_takes_them_and_the_plan_uses_them(tm
     planned = measured(entry, here)
     assert planned.cost_minutes["h200"] == round((12.0 + 100 * 0.3) / 60, 1)
     assert planned.cost_minutes["h100"] == 2.0  # no H100 figure: modelled as it was
-    assert planned.basis.startswith("h200 measured (1 program(s), reproductions/campaign/"
-                                    "costs.json")
-    assert planned.basis.endswith("otherwise modelled (defaults.py)")
+    assert planned.measured_minutes == {"h200": planned.cost_minutes["h200"]}
+    assert planned.basis.startswith("h100 modelled; h200 measured: 1 program(s), 1 at its "
+                                    "own shape; from campaign, h200, ")
+    assert f"ring/3/swan/adjacency=sym, {runs} runs (reproductions/campaign/costs.json)" in (
+        planned.basis)  # an entry without a shape: matched by its program's name
+    assert planned.basis.endswith("; the model: modelled (defaults.py)")
 
 
 def test_memory_figures_are_kept_and_merged_once(tmp_path: Path):

@@ -11,6 +11,8 @@ advanced by every machine that has time, in any order, resumable from git alone.
 - `bundle`: an unfinished cell's training state as compact `.npz` files for git (parts
   past 4.5 MB each);
 - `gather`: finished cells merged into `reproductions/campaign-<group>/`, done cells;
+- `costs`, `shapes`: measured seconds per program shape, and a cell priced from them;
+- `probe`: a few timed epochs of each unmeasured shape (a GPU slice's first spend);
 - `loop`: one call of the campaign (`run_campaign`).
 """
 

@@ -6,6 +6,7 @@
         [--partition gpu --gpus 1 --time-minutes 240 --array-size 8] [--cells ...]
     python -m reproduce.campaign status [--device-kind h200]
     python -m reproduce.campaign plan --write
+    python -m reproduce.campaign probe --probe-seconds 120 [--cells ...] [--list]
     python -m reproduce.campaign merge runs/gpu/reproductions.tar [...]
 
 `run` trains the plan's cells in order until the budget is spent (default: 8 minutes on
@@ -16,7 +17,14 @@ prints what remains. SIGTERM or Ctrl-C stop the same way. Commit `reproductions/
 RESULTS.md afterwards: the next machine continues from them. `--executor slurm` submits
 each chosen cell as a SLURM job instead (no budget: each job trains its cell to the end,
 requeued from its checkpoints when preempted or out of time) and collects them the same
-way when the jobs end (`reproduce.campaign.slurm`).
+way when the jobs end (`reproduce.campaign.slurm`). A cell whose data this machine
+does not have is skipped in one line before any compile (`--download` fetches it).
+
+`probe` spends at most about `--probe-seconds` on a few epochs of each program shape of
+the remaining cells that no measurement prices yet, the most plan minutes first
+(`reproduce.campaign.probe`): their first epoch and pace go into costs.json, marked as
+probes, and nothing else is kept; `plan --write` then prices every cell of those shapes
+from them and prints the plan's total and its measured share.
 
 A GPU slice (`reproduce/gpu_slice.sh`: the GPU check, then cells for the time left) runs
 in a copy of the tree and returns `$OUT/reproductions.tar`. Here, `merge` takes from it,
@@ -55,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m reproduce.campaign",
                                 description=doc[0], epilog="\n".join(doc[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", nargs="?", default="run", choices=("run", "status", "plan", "merge"))
+    p.add_argument("command", nargs="?", default="run",
+                   choices=("run", "status", "plan", "merge", "probe"))
     p.add_argument("sources", nargs="*", type=Path,
                    help="merge: the copies of reproductions/ (folders or .tar) to take from")
     p.add_argument("--plan", type=Path, default=PLAN_FILE)
@@ -89,6 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-render", action="store_true", help="do not re-render RESULTS.md")
     p.add_argument("--note", default="", help="a line stored with the collected cells")
     p.add_argument("--write", action="store_true", help="plan: write the plan file")
+    p.add_argument("--download", action="store_true",
+                   help="fetch a cell's missing raw files (default: a cell whose data is "
+                        "not here is skipped, one line each, before any compile)")
+    p.add_argument("--probe-seconds", type=float, default=120.0,
+                   help="probe: the time its probes may take in all (default 120)")
+    p.add_argument("--probe-epochs", type=int, default=None,
+                   help="probe: epochs per probe, the first compiling (default 5)")
+    p.add_argument("--list", action="store_true",
+                   help="probe: only list the shapes it would probe, by value")
     from swan_jax.experiments.cluster import add_arguments
 
     add_arguments(p)  # run --executor slurm: each cell a job (reproduce.campaign.slurm)
@@ -105,8 +123,27 @@ def _plan(args) -> list[str]:
         args.plan.parent.mkdir(parents=True, exist_ok=True)
         args.plan.write_text(text)
         return [f"wrote {args.plan}: {len(entries)} cell(s), "
-                f"{sum(e.runnable for e in entries)} runnable"]
+                f"{sum(e.runnable for e in entries)} runnable", *_measured_share(args, entries)]
     return [text]
+
+
+def _measured_share(args, entries) -> list[str]:
+    """The remaining runnable cells' H200 (and H100) minutes, and the share measured."""
+    from reproduce.campaign import gather, loop
+
+    opts = loop.Options(plan=args.plan, reproductions=args.reproductions)
+    state, runs = loop.read_state(opts), gather._runs(args.reproductions)
+    left = [e for e in loop.resolved(entries, opts)
+            if e.runnable and not loop.is_done(e, opts, runs)]
+    lines = []
+    for kind in ("h200", "h100"):
+        rest = {e.id: 1.0 - loop._progress(e, state) for e in left}
+        total = sum(e.cost(kind) * rest[e.id] for e in left)
+        measured = sum(e.measured_minutes.get(kind, 0.0) * rest[e.id] for e in left)
+        lines.append(f"plan on {kind}: {len(left)} runnable cell(s) left, {total:,.0f} "
+                     f"minutes, {measured:,.0f} of them measured "
+                     f"({100 * measured / max(total, 1e-9):.0f}%)")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,6 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"did you mean merge?")
     if args.budget_minutes is not None and not args.budget_minutes > 0:
         raise SystemExit("campaign: --budget-minutes must be > 0")
+    if not args.probe_seconds >= 0:
+        raise SystemExit("campaign: --probe-seconds must be >= 0")
+    if args.probe_epochs is not None and args.probe_epochs < 2:
+        raise SystemExit("campaign: --probe-epochs must be >= 2 (the first compiles)")
     from swan_jax.experiments.cluster import ClusterError, options_from
 
     try:
@@ -139,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             bundle_in=args.bundle_in,
                             bundle_max_mb=args.bundle_max_mb or bundle.MAX_MB,
                             render=not args.no_render,
-                            note=args.note)
+                            note=args.note, download=args.download)
         if args.command == "merge":
             from reproduce.campaign.merge import merge_campaign
 
@@ -149,6 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines = [line for source in args.sources
                      for line in merge_campaign(source, opts)]
             lines += loop.closing(opts, loop.load_plan(args.plan))  # RESULTS.md, what is left
+        elif args.command == "probe":
+            from reproduce.campaign.probe import PROBE_EPOCHS, run_probes
+
+            lines = run_probes(opts, seconds=args.probe_seconds, listing=args.list,
+                               epochs=args.probe_epochs or PROBE_EPOCHS)
+            if not args.list:  # a run prints as it goes; its last line is the total
+                print(lines[-1])
+                return 0
         elif args.command == "status":
             lines = loop.remaining(loop.load_plan(args.plan), opts)
         elif slurm is not None:

@@ -9,11 +9,15 @@ Every campaign call appends, per program it trained, one entry to
     epochs  the epochs this call trained of it, seconds_per_epoch (median of those
             after the call's first), first_epoch_seconds (the call's first: compiles)
 
+    shape   (newer entries) the program's shape (`shapes.shape_key`): what the plan
+            matches; probe  true for a probe's program (`probe.py`: a few epochs of an
+            unmeasured shape, nothing else kept)
+
 `merge` takes a slice's entries into this tree (`merge_costs`), and the plan
-(`defaults.py`) costs a cell by the figure measured for each of its programs (same
-device kind, name and runs) where one exists: `measured_programs` reads these entries
-and the per-program medians of every collected GPU run (`reproductions/*-<kind>/
-collected.json`, their runs from `results.json`).
+(`defaults.py`, `shapes.price_programs`) costs a cell's programs by the figures measured
+for their shapes on each device kind: `measured_programs` reads these entries and the
+per-program medians of every collected GPU run (`reproductions/*-<kind>/collected.json`,
+their runs from `results.json`).
 """
 
 from __future__ import annotations
@@ -39,13 +43,16 @@ def _key(item: Mapping[str, Any]) -> tuple:
     return (item.get("device"), item.get("program"), item.get("runs"), item.get("recorded"))
 
 
-def record(folder: Path, device: str, cell: str, timed: Sequence[Mapping[str, Any]]) -> None:
-    """Append this call's programs (`runner.CellOutcome.timed`) to `folder/costs.json`."""
+def record(folder: Path, device: str, cell: str, timed: Sequence[Mapping[str, Any]], *,
+           probe: bool = False) -> None:
+    """Append this call's programs (`runner.CellOutcome.timed`) to `folder/costs.json`
+    (`probe`: marked as a probe's)."""
     if not timed:
         return
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    mark = {"probe": True} if probe else {}
     items = _read(folder / COSTS_FILE) + [{"device": device, "cell": cell, "recorded": stamp,
-                                          **t} for t in timed]
+                                          **mark, **t} for t in timed]
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(folder / COSTS_FILE, json.dumps({"programs": items}, indent=1) + "\n")
 
@@ -80,7 +87,7 @@ def merge_packing(theirs: Path, ours: Path) -> list[str]:
             f"{PACKING_FILE}"]
 
 
-def _collected(root: Path, kind: str) -> dict[tuple[str, int], dict[str, float]]:
+def _collected(root: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
     """Per-program medians of the collected runs measured on `kind`."""
     out = {}
     for folder in sorted(root.glob(f"*-{kind}")):
@@ -99,20 +106,26 @@ def _collected(root: Path, kind: str) -> dict[tuple[str, int], dict[str, float]]
     return out
 
 
-def measured_programs(root: Path, kind: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """`(program name, runs) -> {seconds_per_epoch, first_epoch_seconds, source}` measured
-    on device kind `kind`: collected runs, then the newest `costs.json` entry (several
-    epochs timed) of each program."""
-    out = _collected(root, kind)
+def measured_programs(root: Path, kind: str) -> dict[Any, dict[str, Any]]:
+    """`(program name, runs)` and, for entries that record it, `shape` ->
+    `{seconds_per_epoch, first_epoch_seconds, source}` measured on device kind `kind`:
+    collected runs, then the newest `costs.json` entry (several epochs timed) of each
+    program; `source` names it (probe or campaign, device, date, shape)."""
+    out: dict[Any, dict[str, Any]] = dict(_collected(root, kind))
     for item in _read(root / "campaign" / COSTS_FILE):
         if item.get("device") != kind or not item.get("seconds_per_epoch"):
             continue
         if int(item.get("epochs") or 0) < 2:  # only a compiling epoch: not a pace
             continue
-        out[(item["program"], int(item["runs"]))] = {
-            "seconds_per_epoch": float(item["seconds_per_epoch"]),
-            "first_epoch_seconds": float(item.get("first_epoch_seconds") or 0.0),
-            "source": f"reproductions/campaign/{COSTS_FILE} ({item.get('recorded', '')})"}
+        what = "probe" if item.get("probe") else "campaign"
+        shape = item.get("shape") or f"{item['program']}, {item['runs']} runs"
+        figure = {"seconds_per_epoch": float(item["seconds_per_epoch"]),
+                  "first_epoch_seconds": float(item.get("first_epoch_seconds") or 0.0),
+                  "source": f"{what}, {kind}, {item.get('recorded', '')}, {shape} "
+                            f"(reproductions/campaign/{COSTS_FILE})"}
+        out[(item["program"], int(item["runs"]))] = figure
+        if item.get("shape"):
+            out[item["shape"]] = figure
     return out
 
 

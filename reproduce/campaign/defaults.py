@@ -373,38 +373,45 @@ def tolokers_cost(model: str) -> dict[str, float]:
 
 
 def measured(entry: Entry, root: Path) -> Entry:
-    """`entry` with the GPU columns of its cost measured where every program of the cell
-    has a figure of its own (`costs.measured_programs`: same name and runs, on that
-    device kind), its basis saying from what; else as it is (modelled)."""
+    """`entry` with its GPU columns priced program by program from the shapes measured on
+    each kind (`shapes.price_programs`: a program's own shape, else a larger measured
+    program of the cell as an upper bound, else its share of the model), its basis
+    saying per kind "measured" (from what) or "modelled", then the model."""
     import dataclasses
 
-    from reproduce.campaign.costs import GPU_KINDS, measured_programs, program_minutes
+    from reproduce.campaign.costs import GPU_KINDS, measured_programs
     from reproduce.campaign.measure import is_measurement
-    from reproduce.campaign.runner import cell_config
+    from reproduce.campaign.shapes import cell_programs, price_programs, statement
 
     # A measurement cell (runtime table, Jacobian figure) is no sweep: it has no programs.
     if not entry.runnable or is_measurement(entry):
         return entry
-    exp, cfg = cell_config(entry, Path("runs/campaign/_probe"))
-    programs = [(p.name, len(p.grid) * len(cfg.seeds)) for p in exp.plan(cfg)]
-    cost, said = dict(entry.cost_minutes), []
+    programs, epochs, note = cell_programs(entry, root)
+    cost, said, from_figures = dict(entry.cost_minutes), [], {}
     for kind in GPU_KINDS:
-        figures = measured_programs(root, kind)
-        found = [figures.get(p) for p in programs]
-        if programs and all(found):
-            cost[kind] = round(sum(program_minutes(f, int(cfg.epochs)) for f in found), 1)
-            sources = sorted({f["source"] for f in found})
-            said.append(f"{kind} measured ({len(programs)} program(s), {', '.join(sources)})")
-    if not said:
-        return entry
-    return dataclasses.replace(entry, cost_minutes=cost,
-                               basis="; ".join(said) + "; otherwise " + entry.basis)
+        priced = price_programs(programs, epochs, entry.cost(kind),
+                                measured_programs(root, kind))
+        said.append(statement(kind, priced))
+        if priced.own + priced.bounded:
+            cost[kind] = round(priced.minutes, 1)
+            from_figures[kind] = round(priced.measured_minutes, 1)
+    if not from_figures:
+        return dataclasses.replace(entry, basis=f"{' and '.join(GPU_KINDS)} modelled; the "
+                                   f"model: " + entry.basis + (f"; {note}" if note else ""))
+    return dataclasses.replace(entry, cost_minutes=cost, measured_minutes=from_figures,
+                               basis="; ".join(said) + "; the model: " + entry.basis
+                               + (f"; {note}" if note else ""))
+
+
+def modelled_entries(root: str | Path = "reproductions") -> list[Entry]:
+    """Every cell with its modelled cost (no measured figure applied)."""
+    root = Path(root)
+    return (transfer_entries(root) + _lrgb_entries() + _graphprop_entries()
+            + _other_entries())
 
 
 def default_entries(root: str | Path = "reproductions") -> list[Entry]:
-    root = Path(root)
-    entries = (transfer_entries(root) + _lrgb_entries() + _graphprop_entries()
-               + _other_entries())
-    return [measured(e, root) for e in entries]
+    """The plan's cells, their GPU costs priced from what is measured (`measured`)."""
+    return [measured(e, Path(root)) for e in modelled_entries(root)]
 
 

@@ -62,6 +62,7 @@ class Options:
     max_epochs: int | None = None  # tests: stop after this many epochs
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)  # tests: tiny sizes
     note: str = ""
+    download: bool = False  # fetch a cell's missing raw files (else: skipped, one line)
 
     @property
     def folder(self) -> Path:
@@ -107,6 +108,26 @@ def select(entries: Sequence[Entry], opts: Options, done: set[str],
         return pattern, not _under_way(e, opts), remaining_minutes(e, opts, state)
 
     return sorted(chosen, key=value)
+
+
+def with_data(entries: Sequence[Entry], opts: Options) -> tuple[list[Entry], list[str]]:
+    """The sweep cells whose data this machine has (and the measurement cells, which
+    check their own), and one line per cell left out: before any compile, so that a
+    slice spends nothing on them."""
+    from reproduce.campaign.runner import data_missing
+
+    kept, lines = [], []
+    for entry in entries:
+        reason = None if measure.is_measurement(entry) else data_missing(
+            entry, opts.work / entry.slug, download=opts.download, **opts.overrides)
+        if reason:  # the first missing file (where to put it); --download fetches them
+            first, *more = reason.split("; ")
+            lines.append(f"{entry.id}: data not here ({first}"
+                         + (f"; and {len(more)} more file(s)" if more else "")
+                         + "; or pass --download), skipped")
+        else:
+            kept.append(entry)
+    return kept, lines
 
 
 def _fraction(outcome: CellOutcome, work: Path, cap: int) -> float:
@@ -208,10 +229,12 @@ def run_campaign(opts: Options, *, deadline: Deadline | None = None) -> list[str
     state = read_state(opts)
     runs = gather._runs(opts.reproductions)
     done = {e.id for e in entries if e.runnable and is_done(e, opts, runs)}
+    chosen, missing = with_data(select(entries, opts, done, state), opts)
+    lines += _said(missing)
     previous = _install_signals(deadline)
     ran: list[str] = []  # the cells this call trained: the only state entries it writes
     try:
-        for entry in select(entries, opts, done, state):
+        for entry in chosen:
             # No cell starts that could not start a program (every later one would only
             # report "no time for another program").
             first = opts.overrides.get("first_epoch_seconds", FIRST_EPOCH_SECONDS)

@@ -14,7 +14,11 @@ paper cell (in the order the campaign takes them: `priority`, then the file's or
               the cell's selectors, and any protocol value the package does not hold
     cost_minutes  per device kind (cpu-2core, h100, h200): the wall time of the cell's
               full protocol, every program to its epoch cap (early stopping only helps)
-    basis     how the cost was obtained (measured on ..., or the model below)
+    basis     how the cost was obtained: per GPU kind "measured" (its programs' shapes
+              timed: probe or campaign, device, date, shape; `shapes.py`) or "modelled",
+              then the model (`defaults.py`)
+    measured_minutes  per device kind, the part of cost_minutes priced from measured
+              programs (absent: none)
 
 `write_default_plan` regenerates the file from the experiments' own programs
 (`Experiment.plan`) and the cost model `estimate_minutes`; edit the file by hand to
@@ -52,6 +56,7 @@ class Entry:
     cost_minutes: Mapping[str, float]
     basis: str = ""
     note: str = ""
+    measured_minutes: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def runnable(self) -> bool:
@@ -78,7 +83,9 @@ def _entry(raw: Mapping[str, Any], path: Path, index: int) -> Entry:
                  table=str(raw.get("table", "")), priority=int(raw["priority"]),
                  status=status, config=dict(raw.get("config") or {}),
                  cost_minutes={k: float(v) for k, v in (raw.get("cost_minutes") or {}).items()},
-                 basis=str(raw.get("basis", "")), note=str(raw.get("note", "")))
+                 basis=str(raw.get("basis", "")), note=str(raw.get("note", "")),
+                 measured_minutes={k: float(v) for k, v in
+                                   (raw.get("measured_minutes") or {}).items()})
 
 
 def load_plan(path: str | Path = PLAN_FILE) -> list[Entry]:
@@ -124,7 +131,7 @@ def dump_plan(entries: Sequence[Entry], header: str) -> str:
         lines += ["", "[[cell]]"]
         for field in dataclasses.fields(Entry):
             value = getattr(e, field.name)
-            if field.name in ("basis", "note") and not value:
+            if field.name in ("basis", "note", "measured_minutes") and not value:
                 continue
             shown = dict(value) if isinstance(value, Mapping) else value
             lines.append(f"{field.name} = {_toml(shown)}")

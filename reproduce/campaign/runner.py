@@ -141,6 +141,21 @@ def cell_config(entry: Entry, work: Path, **overrides: Any):
     return exp, exp.default_config(**changes)
 
 
+def data_missing(entry: Entry, work: Path, *, download: bool = False, **overrides: Any
+                 ) -> str | None:
+    """Why the cell's data is not on this machine (the first of its data sets that is
+    missing), else None: checked before any compile. Without `download` nothing is
+    fetched (a lent GPU machine reaches no network: a download would only wait)."""
+    exp, cfg = cell_config(entry, work, **overrides)
+    if "download" in exp.Config.__dataclass_fields__ and not download:
+        cfg = dataclasses.replace(cfg, download=False)
+    for cell in exp.cells(cfg):
+        reason = exp.missing_data(cfg, cell)
+        if reason:
+            return reason
+    return None
+
+
 @dataclasses.dataclass
 class CellOutcome:
     """What one call did to a cell."""
@@ -156,7 +171,9 @@ class CellOutcome:
 
 
 def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
-    """What a program's cost depends on: experiment, runs, training nodes, layers, width."""
+    """What a program's cost depends on: experiment, runs, training nodes, layers, width,
+    and the shape string the plan matches (`shapes.shape_key`)."""
+    from reproduce.campaign.shapes import shape_key
     from swan_jax.experiments.sweep import data_sizes
 
     axes = {**dict(cfg.grid), **program.static}
@@ -168,7 +185,8 @@ def program_shape(exp, cfg, program, splits) -> dict[str, Any]:
             "runs": len(program.grid) * len(cfg.seeds),
             "nodes": data_sizes(splits)["train"]["nodes"],
             "layers": one(axes.get("num_layers", getattr(cfg, "num_layers", None))),
-            "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None)))}
+            "hidden": one(axes.get("hidden", getattr(cfg, "hidden", None))),
+            "shape": shape_key(exp, cfg, program)}
 
 
 @contextlib.contextmanager
@@ -192,7 +210,8 @@ class _Timer:
     records), as a `costs` entry."""
 
     def __init__(self, deadline: Deadline):
-        self.deadline, self.seconds = deadline, []
+        self.deadline = deadline
+        self.seconds: list[float] = []
 
     def on_epoch_end(self, epoch: int, record: Mapping[str, Any]) -> None:
         self.seconds.append(float(record.get("seconds", 0.0)))
