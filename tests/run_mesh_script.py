@@ -1,7 +1,7 @@
 """The runs of a program split over 4 simulated devices (`shard_runs`), in a subprocess,
 against the same program on one device, vmapping every run at once and in blocks of 2
 (`run_block`); and the one-line refusals of runs that do not divide over the devices or
-into blocks.
+into blocks, from `train` and from the command line.
 
 Usage: XLA_FLAGS=--xla_force_host_platform_device_count=4 python -m tests.run_mesh_script OUT
 (the device count is fixed before JAX starts).
@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
 
+import swan_jax as sj
 from swan_jax.train import RunBlockDoesNotDivide, TrainConfig, train
 from swan_jax.train._run_mesh import RunMesh, RunsDoNotDivide
-from tests.train_script import line_swap_dataset, model_fn, splits
+from tests.train_script import line_swap_dataset, splits
 
 # 4 grid points x 2 seeds = 8 runs, in (grid point, seed) order: device d holds grid
 # point d's two seeds. Every run differs from the others.
 GRID = tuple({"epsilon": e, "beta": b} for e in (0.1, 0.5) for b in (1.0, -1.0))
+
+
+def model_fn(hp):
+    """`tests.train_script`'s model with one SWAN layer, not 3: where the runs sit (and
+    whether they mix) does not depend on the depth, and the layers are unrolled in the
+    step, so each of the five programs, compiled as users' are, compiles faster."""
+    cfg = sj.SWANConfig(num_layers=1, epsilon=hp["epsilon"], beta=hp["beta"])
+    return sj.Model(sj.LinearEncoder(8), sj.SWANBlock(cfg), sj.NodeReadout((1,)))
 
 
 def summary(result) -> dict:
@@ -31,6 +41,23 @@ def summary(result) -> dict:
             "runs": result.runs,
             "params": [np.asarray(x).tolist() for x in leaves],
             "param_devices": sorted({len(x.sharding.device_set) for x in leaves})}
+
+
+def sweep_refusal(folder: Path) -> dict:
+    """The command line's refusal of a sweep whose runs do not divide over the devices
+    (1 run on 4), here rather than in a process of its own: the refusal's text and
+    whether anything was written."""
+    from swan_jax.experiments import transfer
+
+    out, cache = folder / "out", folder / "cache"
+    try:
+        transfer.main(["--topology", "line", "--distance", "3", "--model", "swan", "--seeds",
+                       "0", "--epsilon", "0.1", "--gamma", "0.1", "--beta", "1",
+                       "--adjacency", "sym", "--shard-runs", "--no-progress",
+                       "--results-dir", str(out), "--cache-dir", str(cache)])
+    except SystemExit as err:
+        return {"code": err.code, "wrote": out.exists() or cache.exists()}
+    return {"code": 0, "wrote": out.exists() or cache.exists()}
 
 
 def main(out: str) -> None:
@@ -56,6 +83,7 @@ def main(out: str) -> None:
                                           run_block=4, description="wide"), GRID)
     except RunBlockDoesNotDivide as err:
         report["refused_block"] = str(err)
+    report["sweep_refused"] = sweep_refusal(Path(out).parent / "refused")
     # what the memory check weighs against one device: its share of the runs
     report["share"] = list(RunMesh(8).share(np.zeros((8, 3), np.float32)).shape)
     with open(out, "w") as f:

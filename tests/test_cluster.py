@@ -48,7 +48,9 @@ def _local_jobs(tmp_path: Path) -> Path:
 
 
 def test_a_sweep_as_jobs_writes_what_the_local_sweep_writes(tmp_path):
-    argv = ["--topology", "line", "--distance", "3", "--model", "swan", "--epochs", "2",
+    # line k = 1 (one SWAN layer): a job writes what the local run writes whatever the
+    # depth, and the job's process compiles a smaller step
+    argv = ["--topology", "line", "--distance", "1", "--model", "swan", "--epochs", "2",
             "--train-size", "8", "--val-size", "4", "--test-size", "4", "--epsilon", "0.1",
             "--beta", "1", "--adjacency", "sym", "--seeds", "0,1", "--no-progress",
             "--cache-dir", str(tmp_path / "cache")]
@@ -58,7 +60,7 @@ def test_a_sweep_as_jobs_writes_what_the_local_sweep_writes(tmp_path):
     here, jobs = (json.loads((tmp_path / k / "results.json").read_text())
                   for k in ("here", "jobs_out"))
     assert [r["runs"] for r in jobs["records"]] == [r["runs"] for r in here["records"]]
-    assert (tmp_path / "jobs_out" / "cells" / "line-3-swan" / "results.json").exists()
+    assert (tmp_path / "jobs_out" / "cells" / "line-1-swan" / "results.json").exists()
     assert (tmp_path / "jobs_out" / "table.md").exists()
     # every cell done: nothing is submitted again
     assert T.main([*argv, "--results-dir", str(tmp_path / "jobs_out"), "--executor", "slurm",
@@ -69,7 +71,7 @@ def test_a_sweep_as_jobs_writes_what_the_local_sweep_writes(tmp_path):
 def test_a_campaign_cell_as_a_job_is_collected_as_a_local_run_collects_it(tmp_path):
     from reproduce.campaign.slurm import run_on_slurm
 
-    entries = [_entry("swan", epochs=3)]
+    entries = [_entry("swan", distance=1, epochs=3)]  # one layer: a smaller job to compile
     here = _setup(tmp_path, entries, "here")
     loop.run_campaign(here)
     jobs = _setup(tmp_path, entries, "jobs")
@@ -79,4 +81,4 @@ def test_a_campaign_cell_as_a_job_is_collected_as_a_local_run_collects_it(tmp_pa
     a, b = _collected(here), _collected(jobs)
     assert [r["runs"] for r in b["records"]] == [r["runs"] for r in a["records"]]
     state = json.loads((jobs.folder / "state.json").read_text())
-    assert state["cells"]["transfer/line/3/swan"]["status"] == "finished"
+    assert state["cells"]["transfer/line/1/swan"]["status"] == "finished"

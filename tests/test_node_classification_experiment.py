@@ -37,8 +37,10 @@ def write_tolokers(root: Path, n: int = 40, splits: int = 10) -> Path:
 
 
 def flags(tmp_path: Path, data: Path, *more: str) -> list[str]:
+    # one layer: what these tests check (formats, splits, timings, resume, refusals) does
+    # not depend on the depth, and the (unrolled) layers are what a program compiles
     return ["--data-dir", str(data), "--cache-dir", str(tmp_path / "cache"),
-            "--results-dir", str(tmp_path / "res"), "--hidden", "8", "--layers", "2",
+            "--results-dir", str(tmp_path / "res"), "--hidden", "8", "--layers", "1",
             "--no-verify-md5", "--no-download", "--no-progress", *more]
 
 
