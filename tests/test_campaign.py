@@ -433,3 +433,18 @@ def test_the_campaign_finds_the_repository_data_as_the_makefile_does(tmp_path, m
     monkeypatch.delenv("SWAN_DATA_DIR")
     monkeypatch.setattr(runner, "REPO_DATA", tmp_path / "absent")
     assert cell_config(entry, tmp_path / "w")[1].data_dir is None
+
+
+def test_the_campaign_renders_results_md_with_the_tree_s_code_not_the_code_it_loaded(
+        tmp_path, monkeypatch):
+    """A campaign runs for hours while the renderer's text changes in the tree: its
+    closing render must not write the text of the code it loaded at its start (it did,
+    once, and a commit failed the check that RESULTS.md is rendered from the tree)."""
+    from reproduce.results import sections
+
+    opts = dataclasses.replace(_setup(tmp_path, [_entry()], "fresh"), render=True)
+    monkeypatch.setattr(sections, "PLATEAU_NOTE", "STALE NOTE OF AN OLDER RENDERER")
+    lines = loop.closing(opts, [_entry()])
+    text = (opts.reproductions.parent / "RESULTS.md").read_text()
+    assert lines[0].startswith("wrote ") and "A plateau, not a floor" in text
+    assert "STALE NOTE" not in text

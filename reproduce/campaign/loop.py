@@ -22,6 +22,8 @@ import dataclasses
 import fnmatch
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -343,11 +345,31 @@ def _epoch_cap(entry: Entry, opts: Options) -> int:
 
 
 def closing(opts: Options, entries: Sequence[Entry]) -> list[str]:
-    from reproduce.results import render
-
-    lines = render(opts.reproductions, opts.reproductions.parent / "RESULTS.md") if (
-        opts.render) else []
+    lines = render_fresh(opts.reproductions) if opts.render else []
     return lines + remaining(entries, opts)
+
+
+def render_fresh(reproductions: Path) -> list[str]:
+    """RESULTS.md (beside `reproductions`) rendered by a fresh interpreter of this tree.
+
+    Why not in this process: a campaign runs for hours, and the renderer's text (its notes
+    and sections) may change in the tree meanwhile; a render by the code this process
+    loaded at its start would write the older text over a newer RESULTS.md (it did, once:
+    a commit then failed the check that RESULTS.md is rendered from the tree). Raises
+    `ReproductionsError` with the renderer's one-line refusal."""
+    from reproduce.results import ReproductionsError
+
+    root = Path(__file__).resolve().parents[2]  # the tree whose `reproduce` this is
+    done = subprocess.run(
+        [sys.executable, "-m", "reproduce.results", "render", "--reproductions",
+         str(Path(reproductions).resolve()), "--out",
+         str(Path(reproductions).resolve().parent / "RESULTS.md")],
+        cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode:
+        said = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        raise ReproductionsError(said[-1] if said else
+                                 f"rendering RESULTS.md failed (exit {done.returncode})")
+    return done.stdout.strip().splitlines()
 
 
 def resolved(entries: Sequence[Entry], opts: Options) -> list[Entry]:
