@@ -17,12 +17,15 @@
 #    `CELLS` lists (`campaign run --ordered`: by the first pattern a cell matches, then
 #    cells under way first, then the cheapest remaining on this device kind):
 #      lrgb/*                                the unfinished LRGB cells (minutes each)
-#      graphprop-control/*                   Table 1's controls, ADGN and GCN on "SSSP":
-#                                            about 18 H200 min, before any Table 1 spend
+#      graphprop-control/*                   Table 1's controls on "SSSP": ADGN (about 10
+#      graphprop/sssp/gcn                    H200 min) and GCN's cell, its whole grid at
+#                                            the protocol (15 at the epoch cap; patience
+#                                            stops it sooner), before any Table 1 spend
 #      transfer/*/10/*  runtime/*            cheap cells: Figure 3's GPS k = 10 (about
 #                                            1 H200 min each), the runtime table (3.5)
 #      lrgb-screen/*  lrgb-grid/*            the LRGB paper grid (screen, then best point)
 #      graphprop-screen/*  graphprop/*       Table 1's screens, then their best points
+#                                            and the baselines' whole grids
 #      transfer/*/50/*                       the k = 50 transfer cells
 #      tolokers/*                            the scalability table
 #      jacobian/*                            the Jacobian figure (about 8 H200 min)
@@ -65,7 +68,7 @@ OUT=${OUT:-runs/gpu_slice}
 TOTAL=${SLICE_SECONDS:-540}
 CHECK_MINUTES=${CHECK_MINUTES:-1}
 MARGIN=25  # seconds kept after the campaign's own stop, for its collecting and bundling
-DEFAULT_CELLS='lrgb/* graphprop-control/* transfer/*/10/* runtime/* lrgb-screen/* lrgb-grid/* graphprop-screen/* graphprop/* transfer/*/50/* tolokers/* jacobian/*'
+DEFAULT_CELLS='lrgb/* graphprop-control/* graphprop/sssp/gcn transfer/*/10/* runtime/* lrgb-screen/* lrgb-grid/* graphprop-screen/* graphprop/* transfer/*/50/* tolokers/* jacobian/*'
 started=$(date +%s)
 mkdir -p "$OUT"
 

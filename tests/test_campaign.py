@@ -20,10 +20,12 @@ import pytest
 
 from reproduce.campaign import bundle, gather, loop, measure, plan
 from reproduce.campaign.defaults import (
+    FULL_GRID_MODELS,
     GRAPHPROP_MODELS,
     HEADER,
     SCREEN_EPOCHS,
     default_entries,
+    graphprop_cost,
 )
 from reproduce.campaign.runner import Deadline, cell_config
 
@@ -268,14 +270,15 @@ def test_a_cell_waiting_for_its_screening_runs_at_the_point_it_selected(tmp_path
     from swan_jax.experiments.config import to_dict
 
     entries = {e.id: e for e in plan.load_plan(REPO / "reproductions/campaign/plan.toml")}
-    screen, full = entries["graphprop-screen/sssp/gcn"], entries["graphprop/sssp/gcn"]
-    assert full.status == "after graphprop-screen/sssp/gcn" and not full.runnable
+    screen, full = entries["graphprop-screen/sssp/swan"], entries["graphprop/sssp/swan"]
+    assert full.status == "after graphprop-screen/sssp/swan" and not full.runnable
     assert gather.resolve(full, entries, []) is full  # nothing screened yet
     _, cfg = cell_config(screen, tmp_path)
-    best = {"hidden": 30, "num_layers": 20, "learning_rate": 0.003, "weight_decay": 1e-6}
+    best = {"hidden": 30, "num_layers": 20, "adjacency": "adj", "epsilon": 0.1, "gamma": 0.1,
+            "beta": 1.0, "learning_rate": 0.003, "weight_decay": 1e-6}
     screened = {"experiment": "graphprop", "config": json.loads(json.dumps(
         to_dict(cfg), default=str)), "cells": [{"task": "sssp", "labels": "paper",
-                                               "model": "gcn", "test_mean": 0.5,
+                                               "model": "swan", "test_mean": 0.5,
                                                "best_hparams": best}]}
     ready = gather.resolve(full, entries, [screened])
     assert ready.runnable and ready.config["grid"] == {k: [v] for k, v in best.items()}
@@ -290,12 +293,18 @@ def test_graphprop_cells_cover_table_1_and_its_controls_come_first(tmp_path):
     assert {"gin", "sage", "gat"} <= set(GRAPHPROP_MODELS)
     for task in ("diameter", "sssp", "eccentricity"):
         for model in GRAPHPROP_MODELS:
+            full = entries[f"graphprop/{task}/{model}"]
+            if model in FULL_GRID_MODELS:  # the protocol on the whole grid, no screen
+                assert full.runnable and f"graphprop-screen/{task}/{model}" not in entries
+                _, cfg = cell_config(full, tmp_path)
+                assert (cfg.epochs, cfg.patience, len(cfg.seeds)) == (1500, 100, 4)
+                continue
             screen = entries[f"graphprop-screen/{task}/{model}"]
             assert screen.runnable and screen.config["epochs"] == SCREEN_EPOCHS
-            assert entries[f"graphprop/{task}/{model}"].status == f"after {screen.id}"
-    controls = [e for e in entries.values() if e.id.startswith("graphprop-control/")]
-    assert sorted(e.id for e in controls) == ["graphprop-control/sssp/adgn",
-                                              "graphprop-control/sssp/gcn"]
+            assert full.status == f"after {screen.id}"
+    controls = [entries["graphprop-control/sssp/adgn"], entries["graphprop/sssp/gcn"]]
+    assert sorted(e.id for e in entries.values() if e.id.startswith("graphprop-control/")) \
+        == ["graphprop-control/sssp/adgn"]
     first_screen = min(e.priority for e in entries.values()
                        if e.id.startswith("graphprop-screen/"))
     assert all(e.runnable and e.priority < first_screen for e in controls)
@@ -303,6 +312,23 @@ def test_graphprop_cells_cover_table_1_and_its_controls_come_first(tmp_path):
     assert (cfg.tasks, cfg.labels, cfg.models) == (("sssp",), ("paper",), ("adgn",))
     assert (cfg.epochs, cfg.patience, len(cfg.seeds)) == (1500, 100, 4)  # the protocol
     assert dict(cfg.grid)["epsilon"] == (1.0, 0.1)
+
+
+def test_graphprop_costs_follow_each_cell_s_own_programs():
+    """A screen is priced from its own grid (SWAN 72 runs per program, ADGN 12, GraphCON
+    6: one flat figure for every model's screen overpriced the small ones 5-20x), a cell
+    after its screen as one point, and a baseline's whole grid from its 12 programs."""
+    screen = {"tasks": ["sssp"], "labels": ["paper"], "epochs": SCREEN_EPOCHS, "seeds": [0]}
+    cost = {m: graphprop_cost({**screen, "models": [m]}, m)["h200"]
+            for m in ("swan", "adgn", "graphcon")}
+    assert cost["swan"] > 2 * cost["adgn"] > 0 and cost["adgn"] > cost["graphcon"] > 0
+    one = {"hidden": [30], "num_layers": [20], "adjacency": ["adj"], "epsilon": [0.1],
+           "gamma": [0.1], "beta": [1.0]}
+    point = graphprop_cost({"tasks": ["sssp"], "models": ["swan"], "grid": one}, "swan")
+    whole = graphprop_cost({"tasks": ["sssp"], "models": ["swan"]}, "swan")
+    assert 0 < point["h200"] < whole["h200"] / 20 and point["cpu-2core"] < whole["cpu-2core"]
+    gcn = graphprop_cost({"tasks": ["sssp"], "models": ["gcn"]}, "gcn")
+    assert gcn["h200"] > 12 * 15 / 60  # 12 programs, a compile each at least
 
 
 def test_command_line_refusals_are_one_line(tmp_path, capsys):

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from reproduce.campaign.plan import Entry
 
@@ -102,81 +104,136 @@ def transfer_entries(root: Path) -> list[Entry]:
 
 # GraphCON: a Table 1 baseline with its own grid (swan_jax.experiments.graphprop.GRAPHCON).
 GRAPHPROP_MODELS = ("swan", "swan-learn", "adgn", "gcn", "gin", "sage", "gat", "graphcon")
+# The message-passing baselines' grid is hidden x layers, 12 points (graphprop.BASELINES):
+# their cells run the paper's protocol on the whole grid (12 programs of 4 seeds), no
+# screen. A screen would select on 1 seed x 200 epochs, a departure written beside the
+# number; the whole grid is the paper's protocol, and costs no more than the screen and its
+# best point together once patience stops it (GCN stays at the constant predictor).
+FULL_GRID_MODELS = ("gcn", "gin", "sage", "gat")
 # Epochs of a GraphProp screen (10 optimiser steps each at batch 512): at least 2.5 times
 # the slowest plateau exit measured at the grid points most likely to win (770 steps,
 # epsilon 0.1; 200-430 at epsilon 1), rounded up to 50 epochs: 2,000 steps
 # (reproductions/graphprop-plateau/REPORT.md). It was 100 epochs.
 SCREEN_EPOCHS = 200
 SCREEN_BASIS = ("200 epochs: 2.5x the slowest plateau exit measured on the CPU "
-                "(reproductions/graphprop-plateau/REPORT.md); cost modelled: every point of "
-                "the paper's grid, 1 seed, full data (10 steps per epoch); CPU from the "
-                "collected quarter-data runs "
-                "(4 s per 3 steps at hidden 20, 10 layers, 2 runs); 100-epoch figures "
-                "(cpu 7200, h100 60, h200 50 min) scaled by epochs / 100")
-# The controls a GPU slice runs first (CELLS='graphprop-control/*'): ADGN on "SSSP"
-# (the paper's -3.2417 comes from this very pipeline) at the paper's protocol on the
-# grid points most likely to win, and GCN (the paper's 0.9499) on its whole grid.
-CONTROLS = {
-    "adgn": {"hidden": [30], "num_layers": [5, 10], "adjacency": ["adj", "sym"],
-             "epsilon": [1.0, 0.1], "gamma": [1.0, 0.1], "beta": [1.0]},
-    "gcn": {},
-}
+                "(reproductions/graphprop-plateau/REPORT.md); every point of the paper's "
+                "grid, 1 seed, full data")
+# The control a GPU slice runs first (CELLS='graphprop-control/*'): ADGN on "SSSP" (the
+# paper's -3.2417 comes from this very pipeline) at the paper's protocol on the grid
+# points most likely to win. GCN's control (the paper's 0.9499) is its Table 1 cell
+# `graphprop/sssp/gcn`, the whole grid at the protocol (FULL_GRID_MODELS).
+CONTROL_GRID = {"hidden": [30], "num_layers": [5, 10], "adjacency": ["adj", "sym"],
+                "epsilon": [1.0, 0.1], "gamma": [1.0, 0.1], "beta": [1.0],
+                "learning_rate": [0.003], "weight_decay": [1e-6]}
+
+# GraphProp's cost model (no GraphProp program has been timed on a GPU yet: the slice's
+# probes replace it, program by program). One epoch of a program (10 training steps and 5
+# evaluation batches of 512 graphs, 5,120 + 1,920 graphs of 25-35 nodes) of R runs at L
+# layers and width h costs
+#     GP_FIXED + GP_RUN x R x L / 10 x h / 20 x factor(model)   seconds,
+# plus GP_COMPILE per program. GP_RUN is the H200's measured cost of one more vmapped
+# Peptides-func run (LRGB_RUN_SECONDS below: 0.19 s per epoch at 5 layers, 128 wide, for
+# 10.8x GraphProp's node-passes per epoch, training counted 3x) scaled by the nodes, the
+# layers and the width (memory-bound at these widths); GP_FIXED is 15 launch-bound steps
+# of about 2 ms (Peptides' 1-run step: 1.4 ms at 5 layers). The CPU: GP_CPU_UNIT seconds
+# per run x layer x width unit, SWAN's epoch with the authors' aggregation on the full
+# data (about 1.0 s at 1 run, 5 layers, 30 wide; graphprop-swan-adj-1500); factors:
+# GCN measured (9.1 s per epoch for 4 runs, 20 layers, 30 wide, 2026-11-28: 0.57x
+# SWAN's unit), GIN and SAGE 1.3x and GAT 2x GCN (the transfer model's ratios),
+# SWAN-learn 1.3x (LRGB_LEARN), ADGN 0.8x (no Psi), GraphCON 1.5x GCN (two states),
+# the ablation's variants as theirs: not measured.
+GP_FIXED, GP_COMPILE = 0.03, 15.0
+GP_RUN = 0.19 / 5 / 10.8 * 10 * (20 / 128)  # LRGB_RUN_SECONDS per layer, / nodes, x L, x h
+GP_CPU_UNIT = 1.0 / (5 * 30)
+GP_FACTOR = {"swan": 1.0, "swan-ne": 1.0, "swan-beta0": 0.9, "swan-learn": 1.3,
+             "swan-learn-ne": 1.3, "adgn": 0.8, "gcn": 0.57, "gin": 0.74, "sage": 0.74,
+             "gat": 1.14, "graphcon": 0.86}
+GP_BASIS = ("modelled (defaults.py, GraphProp's cost model): per program-epoch "
+            f"{GP_FIXED:.2f} s + {GP_RUN * 1e3:.1f} ms per run x layers / 10 x width / 20 x "
+            "the model's factor on an H200 (Peptides-func's measured per-run H200 cost "
+            "scaled by nodes, layers and width), 15 s compiles; CPU from SWAN's and GCN's "
+            "full-data epochs")
 
 
-def _screen_cost() -> dict[str, float]:
-    return {k: round(v * SCREEN_EPOCHS / 100, 1)
-            for k, v in {"cpu-2core": 7200.0, "h100": 60.0, "h200": 50.0}.items()}
+def graphprop_cost(config: Mapping[str, Any], model: str) -> dict[str, float]:
+    """Modelled minutes of a GraphProp cell of `config` (its programs as the campaign
+    builds them, every one to its epoch cap; the model above)."""
+    from reproduce.campaign.shapes import cell_programs
+
+    entry = Entry(id="graphprop/cost", experiment="graphprop", table="", priority=0,
+                  status="runnable", config=config, cost_minutes={})
+    programs, epochs, _ = cell_programs(entry, Path("reproductions"))
+    units = sum(p.work for p in programs) / 200 * GP_FACTOR[model]  # R x L/10 x h/20
+    h200 = len(programs) * (GP_COMPILE + epochs * GP_FIXED) + epochs * GP_RUN * units
+    cpu = epochs * GP_CPU_UNIT * 200 * units
+    return {"cpu-2core": round(cpu / 60), "h100": round(h200 * H100_OVER_H200 / 60, 1),
+            "h200": round(h200 / 60, 1)}
 
 
-def _graphprop_controls() -> list[Entry]:
-    out = []
-    for model, grid in CONTROLS.items():
-        config = {"tasks": ["sssp"], "labels": ["paper"], "models": [model]}
-        if grid:
-            config["grid"] = {**grid, "learning_rate": [0.003], "weight_decay": [1e-6]}
-        out.append(Entry(
-            id=f"graphprop-control/sssp/{model}", experiment="graphprop",
-            table="Table 1 (tab:results_GraphProp_complete): control", priority=350,
-            status="runnable", config=config,
-            cost_minutes=({"cpu-2core": 2400.0, "h100": 12.0, "h200": 10.0} if grid else
-                          {"cpu-2core": 600.0, "h100": 9.6, "h200": 8.0}),
-            basis=("modelled: 2 programs (5 and 10 layers) x 8 grid points x 4 seeds, up "
-                   "to 1500 epochs, full data" if grid else
-                   "modelled: 12 programs of 4 runs; GCN stops by patience near the "
-                   "constant predictor within 200-300 epochs"),
-            note=("the paper's protocol on A_hat x epsilon {1, 0.1} x gamma at hidden 30, "
-                  "5 and 10 layers: the points that leave the plateau first" if grid else
-                  "the paper's protocol and grid: GCN stays at the constant predictor "
-                  "(0.940 raw), the paper's 0.9499")))
-    return out
+# A cell after its screen runs one point: priced at the grid's largest (20 layers, 30 wide).
+LARGEST_POINT = {"hidden": [30], "num_layers": [20], "adjacency": ["adj"], "epsilon": [0.1],
+                 "gamma": [0.1], "beta": [1.0], "learning_rate": [0.003],
+                 "weight_decay": [1e-6]}
+
+
+def _graphprop_control() -> Entry:
+    config = {"tasks": ["sssp"], "labels": ["paper"], "models": ["adgn"],
+              "grid": CONTROL_GRID}
+    return Entry(
+        id="graphprop-control/sssp/adgn", experiment="graphprop",
+        table="Table 1 (tab:results_GraphProp_complete): control", priority=350,
+        status="runnable", config=config, cost_minutes=graphprop_cost(config, "adgn"),
+        basis="2 programs (5 and 10 layers) x 8 grid points x 4 seeds, up to 1500 epochs, "
+              "full data; " + GP_BASIS,
+        note="the paper's protocol on A_hat x epsilon {1, 0.1} x gamma at hidden 30, 5 and "
+             "10 layers: the points that leave the plateau first")
+
+
+def _graphprop_full_grid(task: str, model: str) -> Entry:
+    config = {"tasks": [task], "labels": ["paper"], "models": [model]}
+    control = (task, model) == ("sssp", "gcn")
+    return Entry(
+        id=f"graphprop/{task}/{model}", experiment="graphprop",
+        table="Table 1 (tab:results_GraphProp_complete)" + (": control" if control else ""),
+        priority=350 if control else 405, status="runnable", config=config,
+        cost_minutes=graphprop_cost(config, model),
+        basis="the whole grid (12 points x 4 seeds), up to 1500 epochs; " + GP_BASIS,
+        note=("the paper's protocol and grid, no screen (defaults.py, FULL_GRID_MODELS)"
+              + ("; the control: GCN stays at the constant predictor (0.940 raw), the "
+                 "paper's 0.9499" if control else "")))
+
+
+def _graphprop_screened(task: str, model: str) -> list[Entry]:
+    base = {"tasks": [task], "labels": ["paper"], "models": [model]}
+    screen = {**base, "epochs": SCREEN_EPOCHS, "seeds": [0], "patience": 100}
+    return [Entry(
+        id=f"graphprop-screen/{task}/{model}", experiment="graphprop",
+        table="Table 1 (tab:results_GraphProp_complete): screening", priority=400,
+        status="runnable", config=screen, cost_minutes=graphprop_cost(screen, model),
+        basis=SCREEN_BASIS + "; " + GP_BASIS,
+        note="short runs of every grid point; its best point is the full cell's"), Entry(
+        id=f"graphprop/{task}/{model}", experiment="graphprop",
+        table="Table 1 (tab:results_GraphProp_complete)", priority=410,
+        status=f"after graphprop-screen/{task}/{model}", config=base,
+        cost_minutes=graphprop_cost({**base, "grid": LARGEST_POINT}, model),
+        basis="1 grid point (priced at the largest, 20 layers x 30 wide), 4 seeds, 1500 "
+              "epochs, full data; " + GP_BASIS)]
 
 
 def _graphprop_entries() -> list[Entry]:
-    out = _graphprop_controls()
+    out = [_graphprop_control()]
     for task in ("diameter", "sssp", "eccentricity"):
         for model in GRAPHPROP_MODELS:
-            base = {"tasks": [task], "labels": ["paper"], "models": [model]}
-            out.append(Entry(
-                id=f"graphprop-screen/{task}/{model}", experiment="graphprop",
-                table="Table 1 (tab:results_GraphProp_complete): screening", priority=400,
-                status="runnable",
-                config={**base, "epochs": SCREEN_EPOCHS, "seeds": [0], "patience": 100},
-                cost_minutes=_screen_cost(), basis=SCREEN_BASIS,
-                note="short runs of every grid point; its best point is the full cell's"))
-            out.append(Entry(
-                id=f"graphprop/{task}/{model}", experiment="graphprop",
-                table="Table 1 (tab:results_GraphProp_complete)", priority=410,
-                status=f"after graphprop-screen/{task}/{model}", config=base,
-                cost_minutes={"cpu-2core": 1500.0, "h100": 12.0, "h200": 10.0},
-                basis="modelled: 1 grid point, 4 seeds, 1500 epochs, full data"))
+            out += ([_graphprop_full_grid(task, model)] if model in FULL_GRID_MODELS
+                    else _graphprop_screened(task, model))
         for model in ("swan-ne", "swan-learn-ne", "swan-beta0"):
+            config = {"tasks": [task], "labels": ["paper"], "models": [model]}
             out.append(Entry(
                 id=f"ablation/graphprop/{task}/{model}", experiment="graphprop",
                 table="Table 3 (tab:importance)", priority=500,
-                status=f"after graphprop-screen/{task}/swan",
-                config={"tasks": [task], "labels": ["paper"], "models": [model]},
-                cost_minutes={"cpu-2core": 1500.0, "h100": 12.0, "h200": 10.0},
-                basis="modelled as graphprop/<task>/swan",
+                status=f"after graphprop-screen/{task}/swan", config=config,
+                cost_minutes=graphprop_cost({**config, "grid": LARGEST_POINT}, model),
+                basis="as graphprop/<task>/swan's point; " + GP_BASIS,
                 note="at SWAN's screened point (the paper's ablation reuses its setting)"))
     return out
 
