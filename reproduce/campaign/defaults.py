@@ -107,8 +107,10 @@ GRAPHPROP_MODELS = ("swan", "swan-learn", "adgn", "gcn", "gin", "sage", "gat", "
 # The message-passing baselines' grid is hidden x layers, 12 points (graphprop.BASELINES):
 # their cells run the paper's protocol on the whole grid (12 programs of 4 seeds), no
 # screen. A screen would select on 1 seed x 200 epochs, a departure written beside the
-# number; the whole grid is the paper's protocol, and costs no more than the screen and its
-# best point together once patience stops it (GCN stays at the constant predictor).
+# number; the whole grid is the paper's protocol, at about 2.5x the screen and its best
+# point together by the model below at the epoch cap (GCN: 15 against 6 H200 minutes).
+# Patience shortens it less than hoped: GCN's validation error keeps falling in the fourth
+# decimal for about 1,000 epochs (the CPU campaign, 2026-11-28).
 FULL_GRID_MODELS = ("gcn", "gin", "sage", "gat")
 # Epochs of a GraphProp screen (10 optimiser steps each at batch 512): at least 2.5 times
 # the slowest plateau exit measured at the grid points most likely to win (770 steps,
