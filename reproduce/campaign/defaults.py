@@ -102,6 +102,13 @@ def transfer_entries(root: Path) -> list[Entry]:
     return out
 
 
+# Peptides-func on one H200, the device pipeline (5 layers, 128 wide): an epoch (training
+# and evaluation) of 1 run 0.42 s (BENCHMARKS.md anatomy), of 3 vmapped runs 0.80 s
+# (reproductions/campaign-lrgb-h200): a fixed part and a part per run, fitted to both.
+LRGB_RUN_SECONDS = (0.80 - 0.42) / 2  # s per epoch per run vmapped (5 layers, 128 wide)
+LRGB_FIXED_SECONDS = 0.42 - LRGB_RUN_SECONDS
+LRGB_LEARN = 1.3  # SWAN-learn's step over SWAN's (benchmark 1)
+
 # GraphCON: a Table 1 baseline with its own grid (swan_jax.experiments.graphprop.GRAPHCON).
 GRAPHPROP_MODELS = ("swan", "swan-learn", "adgn", "gcn", "gin", "sage", "gat", "graphcon")
 # The message-passing baselines' grid is hidden x layers, 12 points (graphprop.BASELINES):
@@ -134,7 +141,7 @@ CONTROL_GRID = {"hidden": [30], "num_layers": [5, 10], "adjacency": ["adj", "sym
 # layers and width h costs
 #     GP_FIXED + GP_RUN x R x L / 10 x h / 20 x factor(model)   seconds,
 # plus GP_COMPILE per program. GP_RUN is the H200's measured cost of one more vmapped
-# Peptides-func run (LRGB_RUN_SECONDS below: 0.19 s per epoch at 5 layers, 128 wide, for
+# Peptides-func run (LRGB_RUN_SECONDS above: 0.19 s per epoch at 5 layers, 128 wide, for
 # 10.8x GraphProp's node-passes per epoch, training counted 3x) scaled by the nodes, the
 # layers and the width (memory-bound at these widths); GP_FIXED is 15 launch-bound steps
 # of about 2 ms (Peptides' 1-run step: 1.4 ms at 5 layers). The CPU: GP_CPU_UNIT seconds
@@ -145,10 +152,10 @@ CONTROL_GRID = {"hidden": [30], "num_layers": [5, 10], "adjacency": ["adj", "sym
 # SWAN-learn 1.3x (LRGB_LEARN), ADGN 0.8x (no Psi), GraphCON 1.5x GCN (two states),
 # the ablation's variants as theirs: not measured.
 GP_FIXED, GP_COMPILE = 0.03, 15.0
-GP_RUN = 0.19 / 5 / 10.8 * 10 * (20 / 128)  # LRGB_RUN_SECONDS per layer, / nodes, x L, x h
+GP_RUN = LRGB_RUN_SECONDS / 5 / 10.8 * 10 * (20 / 128)  # per layer, / nodes, x L, x h
 GP_CPU_UNIT = 1.0 / (5 * 30)
-GP_FACTOR = {"swan": 1.0, "swan-ne": 1.0, "swan-beta0": 0.9, "swan-learn": 1.3,
-             "swan-learn-ne": 1.3, "adgn": 0.8, "gcn": 0.57, "gin": 0.74, "sage": 0.74,
+GP_FACTOR = {"swan": 1.0, "swan-ne": 1.0, "swan-beta0": 0.9, "swan-learn": LRGB_LEARN,
+             "swan-learn-ne": LRGB_LEARN, "adgn": 0.8, "gcn": 0.57, "gin": 0.74, "sage": 0.74,
              "gat": 1.14, "graphcon": 0.86}
 GP_BASIS = ("modelled (defaults.py, GraphProp's cost model): per program-epoch "
             f"{GP_FIXED:.2f} s + {GP_RUN * 1e3:.1f} ms per run x layers / 10 x width / 20 x "
@@ -240,12 +247,6 @@ def _graphprop_entries() -> list[Entry]:
     return out
 
 
-# Peptides-func on one H200, the device pipeline (5 layers, 128 wide): an epoch (training
-# and evaluation) of 1 run 0.42 s (BENCHMARKS.md anatomy), of 3 vmapped runs 0.80 s
-# (reproductions/campaign-lrgb-h200): a fixed part and a part per run, fitted to both.
-LRGB_RUN_SECONDS = (0.80 - 0.42) / 2  # s per epoch per run vmapped (5 layers, 128 wide)
-LRGB_FIXED_SECONDS = 0.42 - LRGB_RUN_SECONDS
-LRGB_LEARN = 1.3  # SWAN-learn's step over SWAN's (benchmark 1)
 # The screen's epochs, from the committed learning curve of the packaged point (SWAN,
 # reproductions/lrgb-peptides-func-cpu/history.json): validation AP 0.227 after epoch 1,
 # 0.507 at epoch 20, 0.517 at 30, 0.536 at 40; best 0.612-0.621 at epochs 141-291 of 300
