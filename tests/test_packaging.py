@@ -12,10 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CONVENTIONS = ROOT / "docs" / "conventions.md"
 OLD_NAME = "SPEC" ".md"  # the conventions' old name, outside the repository (split: not here)
-# Where the code cites the conventions: docstrings, comments, tests, README, notebooks.
+# Where the code cites the conventions: docstrings, comments, tests, README, the guide's
+# pages, notebooks.
 CITING_FILES = [*ROOT.glob("swan_jax/**/*.py"), *ROOT.glob("tests/*.py"),
                 *ROOT.glob("experiments/**/*.py"), *ROOT.glob("benchmarks/**/*.py"),
-                ROOT / "notebooks" / "build_notebooks.py", ROOT / "README.md"]
+                ROOT / "notebooks" / "build_notebooks.py", ROOT / "README.md",
+                *(p for p in ROOT.glob("docs/*.md") if p.name != "conventions.md")]
 
 
 def test_the_version_is_written_once():
