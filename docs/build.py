@@ -19,9 +19,9 @@ tests build the API reference and the pages this way (tests/test_docs.py).
 `notebooks/NAME.html`: the command that runs one notebook. Nothing is downloaded, and
 the pages load nothing from the network.
 
-The kernels talk to this process over IPC (Unix sockets in Jupyter's runtime folder), not
-TCP: ipykernel warns "Kernel is running over TCP without encryption" on every TCP start,
-and a local run has no use for TCP.
+The kernels talk to this process over IPC (Unix sockets in a temporary folder), not TCP:
+ipykernel warns "Kernel is running over TCP without encryption" on every TCP start, and a
+local run has no use for TCP.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,9 +90,17 @@ def execute(notebook, *, timeout: int = CELL_TIMEOUT_S) -> None:
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
-    manager = KernelManager(kernel_name="python3", transport="ipc")
-    NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+    # The sockets' path must be absolute: the kernel starts in notebooks/, this process
+    # wherever it was started, and a relative path would name two different sockets.
+    with tempfile.TemporaryDirectory(prefix="swan-kernel-") as sockets:
+        manager = KernelManager(kernel_name="python3", transport="ipc",
+                                ip=str(Path(sockets) / "kernel"))
+        try:
+            NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+        finally:  # nbclient leaves a kernel it was handed running: end it here
+            if manager.has_kernel:
+                manager.shutdown_kernel(now=True)
 
 
 def notebook_paths(names: list[str] | None = None) -> list[Path]:
