@@ -1,80 +1,17 @@
-"""RESULTS.md sections for what the paper has and the runs mostly do not yet: the ablation
-(Table 3), the runtime table (RTX 3090), the Jacobian figure; the GraphProp differential
-check against the authors' code and where the GraphProp plateau ends (each written by its
-own session into `reproductions/graphprop-differential/section.md` and
-`reproductions/graphprop-plateau/section.md`, included verbatim); and where the
-reproduction campaign stands (`reproductions/campaign/`)."""
+"""RESULTS.md's measurement tables: the runtime table (tab:runtimes, RTX 3090) and the
+Jacobian figure (fig:jacobian_over_time), each run beside the paper's numbers."""
 
 from __future__ import annotations
 
-import json
-import tomllib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.results import compare
-from reproduce.results.blocks import (
-    CELL_KEYS,
-    NOT_RUN,
-    cell_facts,
-    cell_rows,
-    device,
-    table,
-)
-from reproduce.results.protocol import paper_cell_points
+from reproduce.results.blocks import device, table
 from reproduce.results.store import Run
 
-DIFFERENTIAL = "graphprop-differential"
-ADGN_DIFFERENTIAL = "graphprop-adgn-differential"
-PLATEAU = "graphprop-plateau"
-SECTION_FILE = "section.md"
-CAMPAIGN = "campaign"
-
-
-def ablation(graphprop: Sequence[Run], lrgb: Sequence[Run], paper: Mapping[str, Any]
-             ) -> list[str]:
-    """Table 3: SWAN-beta0, SWAN-NE, SWAN-learn-NE on GraphProp and Peptides."""
-    spec = paper.get("ablation") or {}
-    g, lr = paper["graphprop"], paper["lrgb"]
-    g_rows, lr_rows = cell_rows(graphprop, CELL_KEYS["graphprop"]), cell_rows(
-        lrgb, CELL_KEYS["lrgb"])
-    body = []
-    for task in g["tasks"]:
-        for model in spec.get("graphprop_models", []):
-            ref = g["values"].get(model, {}).get(task)
-            body += _rows((task, "paper", model), g_rows, ref, "log10_mse", g, "graphprop")
-    for dataset, variants in (spec.get("lrgb") or {}).items():
-        for model, ref in variants.items():
-            metric = lr["metrics"].get(dataset, "metric")
-            body += _rows((dataset, model), lr_rows, ref, metric, lr, None)
-    return [f"## SWAN variants (paper {spec.get('table', 'Table 3')}, ablation)", "",
-            "Test metric of SWAN without its global term (beta = 0), non-expanding (NE) "
-            "and learned non-expanding variants; the GraphProp rows use the label setting "
-            "`paper`; the Peptides rows are the LRGB experiment's `--variant swan-beta0,"
-            "swan-ne,swan-learn-ne` at its packaged point (campaign cells "
-            "`lrgb/<dataset>/<variant>`).", "",
-            *table(["Data set / task", "Variant", "Ours: test", "Paper", "Verdict",
-                    "Protocol", "Run (device)"], body)]
-
-
-def _rows(key: tuple, rows: Mapping[tuple, list], ref: Any, metric: str,
-          paper: Mapping[str, Any], experiment: str | None) -> list[list[Any]]:
-    theirs = "–" if ref is None else compare.mean_std(*ref, metric)
-    found = rows.get(key, [])
-    if not found:
-        return [[key[0], key[-1], NOT_RUN, theirs, "–", "", ""]]
-    out = []
-    for run, cell in found:
-        scale = compare.scale(metric)
-        mean = scale * cell["test_mean"]
-        verdict = "–" if ref is None else compare.against_paper(mean, *ref, metric)[1]
-        points = paper_cell_points(experiment, cell) if experiment else None
-        facts = cell_facts(run, cell, paper, points)
-        out.append([key[0], key[-1], compare.mean_std(mean, scale * (cell.get("test_std")
-                                                                      or 0), metric),
-                    theirs, verdict, facts.protocol, f"{run.name} ({facts.device})"])
-    return out
+NOT_RUN = "not run"
 
 
 FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
@@ -207,8 +144,6 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
              out: Path | None = None) -> list[str]:
     """The Jacobian figure: each run's mean relative change per model beside the paper's
     averages, and each run's figure."""
-    import os
-
     spec = paper.get("jacobian") or {}
     lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
              f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
@@ -235,57 +170,21 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
     return lines
 
 
-def plateau(root: Path) -> list[str]:
-    """Where the GraphProp plateau ends (issue 37): its own section, verbatim, when the
-    measurement's folder has one."""
-    return _verbatim(root / PLATEAU)
-
-
-def adgn_differential(root: Path) -> list[str]:
-    """ADGN against the authors' ADGN code (issue 37): its own section, verbatim."""
-    return _verbatim(root / ADGN_DIFFERENTIAL)
-
-
-def _verbatim(folder: Path) -> list[str]:
-    path = folder / SECTION_FILE
-    return [path.read_text().rstrip(), ""] if path.exists() else []
-
-
-def differential(root: Path) -> list[str]:
-    """The GraphProp differential check's own section, verbatim, when it exists."""
-    path = root / DIFFERENTIAL / SECTION_FILE
-    if path.exists():
-        return [path.read_text().rstrip(), ""]
-    return ["## GraphProp: differential check against the authors' code", "",
-            f"Not reported yet: the check trains the authors' public PyTorch SWAN and ours "
-            f"on the same generated data and writes `reproductions/{DIFFERENTIAL}/"
-            f"{SECTION_FILE}` (shown here verbatim) with its files.", ""]
-
-
-def campaign(root: Path) -> list[str]:
-    """Where the reproduction campaign stands: cells under way, bundles, measured pace."""
-    folder = root / CAMPAIGN
-    plan_file = folder / "plan.toml"
-    if not plan_file.exists():
-        return []
-    cells = tomllib.loads(plan_file.read_text()).get("cell") or []
-    state_file = folder / "state.json"
-    state = json.loads(state_file.read_text()).get("cells", {}) if state_file.exists() else {}
-    bundles = sorted(p.stem for p in (folder / "bundles").glob("*.npz"))
-    runnable = sum(c.get("status") == "runnable" for c in cells)
-    body = [[cid, info.get("status", "?"), info.get("programs", "?"),
-             f"{100 * float(info.get('fraction', 0)):.0f}%",
-             ", ".join(f"{k} {v:.3g} s" for k, v in (info.get("seconds_per_epoch")
-                                                       or {}).items()) or "–",
-             "yes" if cid.replace("/", "__") in bundles else "no", info.get("updated", "")]
-            for cid, info in sorted(state.items())]
-    lines = ["## Reproduction campaign", "",
-             f"`python -m reproduce.campaign` (`make campaign`) trains the "
-             f"{len(cells)} cells of `reproductions/campaign/plan.toml` ({runnable} runnable "
-             f"now) at the paper's protocol, in budgeted calls on any machine; finished cells "
-             f"are collected as `campaign-<group>` runs above, unfinished ones continue from "
-             f"their bundle in `reproductions/campaign/bundles/`.", ""]
-    if body:
-        lines += table(["Cell", "Status", "Programs done", "Done", "Seconds per epoch",
-                        "Bundle", "Updated"], body)
-    return lines
+def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequence[Run]
+           ) -> list[tuple[str, int, int, int, list[Run]]]:
+    """(name, full, reduced, not run, runs) of the runtime table and the Jacobian figure."""
+    out = []
+    for name, models, runs, found, proto in (
+            ("Runtime table (tab:runtimes, RTX 3090)", (paper.get("runtimes") or {}).get(
+                "values", {}), runtime, timed, runtime_protocol),
+            ("Jacobian over layers (fig:jacobian_over_time)", (paper.get("jacobian") or {}).get(
+                "models", []), jacobian_runs,
+             lambda r, m: m in (r.results.get("models") or {}), jacobian_protocol)):
+        status = []
+        for model in models:
+            done = [r for r in runs if found(r, model)]
+            status.append("full" if any(proto(r) == "full" for r in done)
+                          else "reduced" if done else "not run")
+        out.append((name, status.count("full"), status.count("reduced"),
+                    status.count("not run"), list(runs)))
+    return out
