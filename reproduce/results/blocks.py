@@ -201,8 +201,10 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
     ours = cell.get("grid_points")
     if isinstance(ours, int) and proto.get("grid") and ours < points:
         items.append(f"grid {ours} of {points} points")
-    items += [d for d in protocol.grid_departures(run.config.get("grid") or {},
-                                                  proto.get("grid") or {}) if "outside" in d]
+    for axis, theirs in (proto.get("grid") or {}).items():  # values the paper never tried
+        outside = [v for v in (run.config.get("grid") or {}).get(axis, []) if v not in theirs]
+        items += [f"{axis} {protocol.fmt_set(outside)} (paper {protocol.fmt_set(theirs)})"
+                  ] if outside else []
     splits, seeds = proto.get("splits"), cell.get("per_seed") or []
     if splits and any("split" in s for s in seeds) and len(seeds) < splits:
         items.append(f"{len(seeds)} of {splits} splits")

@@ -78,7 +78,7 @@ def _values(values: Any) -> list:
     return list(values) if isinstance(values, list | tuple) else [values]
 
 
-def _fmt_set(values: Sequence) -> str:
+def fmt_set(values: Sequence) -> str:
     return "{" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "}"
 
 
@@ -91,10 +91,10 @@ def grid_departures(grid: Mapping[str, Any], paper_grid: Mapping[str, Any]) -> l
             continue
         outside = [v for v in ours if v not in paper_values]
         if outside:
-            out.append(f"{axis} {_fmt_set(outside)} outside the paper's {_fmt_set(paper_values)}")
+            out.append(f"{axis} {fmt_set(outside)} outside the paper's {fmt_set(paper_values)}")
         elif len(ours) < len(paper_values):
-            out.append(f"{axis} {_fmt_set(ours)} of the paper's {_fmt_set(paper_values)}")
-    out += [f"{axis} {_fmt_set(_values(v))} (not in the paper's grid)" for axis, v in
+            out.append(f"{axis} {fmt_set(ours)} of the paper's {fmt_set(paper_values)}")
+    out += [f"{axis} {fmt_set(_values(v))} (not in the paper's grid)" for axis, v in
             grid.items() if axis not in paper_grid and len(_values(v)) > 1]
     return out
 
@@ -158,7 +158,7 @@ def machine_line(machine: Mapping[str, Any]) -> str:
 
 def grid_line(config: Mapping[str, Any]) -> str:
     grid = config.get("grid") or {}
-    axes = [f"{axis} {_fmt_set(_values(v))}" for axis, v in grid.items()]
+    axes = [f"{axis} {fmt_set(_values(v))}" for axis, v in grid.items()]
     return " x ".join(axes) + f" ({grid_points(config)} point(s))" if axes else "none"
 
 
