@@ -28,7 +28,7 @@ SUMMARY_KEYS = {"metric", "best_hparams", "val_mean", "val_std", "test_mean", "t
                 "seconds_per_epoch", "wall_time", "grid_points", "programs", "paper",
                 "train_ms_per_epoch", "eval_ms_per_epoch", "authors_test_mean",
                 "authors_test_std", "authors_val_mean", "authors_val_std"}
-HEADER = ["Ours: test", "Val", "Epochs", "Seeds", "Converged", "Departures",
+HEADER = ["Ours: test", "Val", "Epochs", "Seeds (or splits)", "Converged", "Departures",
           "Best configuration", "Wall", "Ran on", "Run", "In RESULTS.md"]
 
 
@@ -38,7 +38,8 @@ def _numbers(summary: Mapping[str, Any], metric: str) -> list[str]:
         "test_std") or 0.0), metric),
             compare.mean_std(factor * summary["val_mean"], factor * (summary.get(
                 "val_std") or 0.0), metric) if compare.finite(summary.get("val_mean"))
-            else "–", epochs_range(summary), str(len(summary.get("seeds") or []))]
+            else "–", epochs_range(summary),
+            str(len(summary.get("per_seed") or summary.get("seeds") or []))]
 
 
 def _link(run: Run) -> str:

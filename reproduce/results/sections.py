@@ -209,19 +209,24 @@ def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> Pape
                "([`beta_matters`](swan_jax/data/transfer.py))."])
 
 
+AUTHORS_SWAN = ("https://github.com/gravins/SWAN/blob/79361af7086ed9c7cb75426f9c4cab1065280754"
+                "/graph_property_prediction")  # the released code the notes cite
 GRAPHPROP_NOTES = [
     "Columns: the paper's \"SSSP\" column is the Laplacian features (D - A) x (a one-hop "
     "target) and its \"Eccentricity\" column the single-source distances: both authors' "
-    "loaders read ADGN's node columns (SWAN `utils/gpp_dataset.py` lines 87-92, ADGN "
-    "`utils/pna_dataset.py` lines 64-69); the `faithful` label setting trains what the names "
-    "say ([RUNS.md](reproductions/RUNS.md) lists any such run).",
+    "loaders read ADGN's node columns (SWAN's [`utils/gpp_dataset.py`]"
+    "(" + AUTHORS_SWAN + "/utils/gpp_dataset.py#L87-L92), ADGN's `utils/pna_dataset.py` "
+    "lines 64-69; "
+    "[differential report](reproductions/graphprop-differential/REPORT.md)); the `faithful` "
+    "label setting trains what the names say ([RUNS.md](reproductions/RUNS.md) lists any such "
+    "run).",
     "Ours: the authors' score (log10 of the mean of per-batch losses, as the paper's), "
     "where the run recorded it; else the pooled score (log10 of the mean per-graph MSE), "
     "marked *(pooled)*.",
     "Aggregation `adjacency`: an option of the paper's grid, A (`adj`) or D^-1/2 A D^-1/2 "
-    "(`sym`). The authors' released SWAN (gravins/SWAN `graph_property_prediction/models/"
-    "swan.py`, default `AntiSymNaiveAggr`) aggregates through `get_adj(normalization="
-    "'sym')`; its plain-sum option `BoundedNaiveAggr` has an unconstrained weight. For "
+    "(`sym`). The authors' released SWAN ([`models/swan.py`](" + AUTHORS_SWAN + "/models/swan.py), "
+    "default `AntiSymNaiveAggr`) aggregates through `get_adj(normalization='sym')`; its "
+    "plain-sum option `BoundedNaiveAggr` has an unconstrained weight. For "
     "ADGN, `adj` (a plain neighbour sum) is the authors' ADGN aggregation "
     "([ADGN differential](reproductions/graphprop-adgn-differential/REPORT.md)).",
     "Our SWAN's vector field equals the authors' `SWANConv` step to 1.8e-7, and both codes "
@@ -306,7 +311,9 @@ def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
               "with an unconstrained weight V; GraphProp in the paper's label setting, "
               "Peptides as `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`.",
         notes=["The table's SWAN and SWAN-learn columns are Table 1's and Table 2's cells "
-               "(shown there)."])
+               "(shown there).",
+               "SWAN (beta = 0) has no term Psi (`swan_jax/config.py`, NO_PSI_VARIANTS): the "
+               "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused."])
 
 
 def _run_ms(run: Run, summary: Mapping[str, Any]) -> tuple[float | None, float | None]:
