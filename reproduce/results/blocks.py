@@ -195,8 +195,7 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
     """The run's departures, with the grid counted for this cell: the points it searched
     (`grid_points` of its summary) against the paper's points for this cell (`paper_points`,
     default: the paper's whole grid); pooled splits against the paper's."""
-    items = [short for short, _ in protocol.departures(run.config, proto)
-             if not short.startswith("grid ")]
+    items = [short for short, _ in protocol.departures(run.config, proto)]
     points = paper_points if paper_points is not None else protocol.grid_points(proto)
     ours = cell.get("grid_points")
     if isinstance(ours, int) and proto.get("grid") and ours < points:
@@ -278,8 +277,7 @@ def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
     if run.results.get("stub"):
         lines.append(f"- results.json: {run.results['stub']}")
     lines += [line for line in [_in_progress_line(run)] if line]
-    found = [reworded(long, proto) for short, long in protocol.departures(cfg, proto)
-             if not short.startswith("grid ")]  # the grid: per cell, in its row
+    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
     whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
              else "the paper's protocol")
     lines.append(f"- Departures from {whose}: " + (

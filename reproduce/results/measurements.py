@@ -76,16 +76,11 @@ def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
     `runtime` run's (and the authors' PyTorch measured by the same run, where it was)."""
     spec = paper.get("runtimes") or {}
     intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
-             "`python -m reproduce.runtime` (the campaign's cell `runtime/peptides-func`) "
-             "on the device named in each row, one `train` "
-             "call per model on the device pipeline; training is the median training part "
-             "of the epochs after the first (which compiles), inference the median "
-             "evaluation of the validation and test splits (4,662 graphs; the paper does "
-             "not say which graphs its inference column counts). Authors' PyTorch: their "
-             "public SWAN and SWAN-learn timed by the same run on the same device and data "
-             "(`benchmarks/reference_pytorch.py`), training / inference seconds. GPS is "
-             "GraphGPS's Peptides-func configuration (GatedGCN + attention, LapPE k = 10; "
-             "docs/gps.md); a run older than swan-jax's GPS shows it not available.")
+             "`python -m reproduce.runtime` on the device of each row: the median training "
+             "part of the epochs after the first (which compiles), and the median evaluation "
+             "of the validation and test splits. Authors' PyTorch: their SWAN and SWAN-learn "
+             "timed by the same run (`benchmarks/reference_pytorch.py`). GPS: GraphGPS's "
+             "Peptides-func configuration (docs/gps.md).")
     if not runs:
         intro += " Not run here yet."
     return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
@@ -147,16 +142,11 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
     spec = paper.get("jacobian") or {}
     lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
              f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
-             "average, GCN 40%. Ours: `python -m reproduce.jacobian` (the campaign's cell "
-             "`jacobian/peptides-func`): SWAN and GCN at the LRGB experiment's packaged "
-             "point, trained, then `||J(l) - J(l-1)||_F / ||J(l-1)||_F` with "
-             "`swan_jax.analysis` on the smallest test graphs (dense Jacobians), its mean "
-             "over layers and graphs beside the paper's; per layer l = 1..L-1 in percent. "
-             "For SWAN both the field's Jacobian J(t) (the paper's object) and its Euler "
-             "layer maps' (I + epsilon J); for GCN its layer maps (it has no field). "
-             "SWAN's change between layers scales with its step epsilon (a layer moves the "
-             "state by epsilon f), so each SWAN row names it; the paper names neither its "
-             "step here, the graphs, the norm nor the training."
+             "average, GCN 40%. Ours: `python -m reproduce.jacobian`, SWAN and GCN trained at "
+             "the LRGB experiment's packaged point, then ||J(l) - J(l-1)||_F / ||J(l-1)||_F "
+             "on the smallest test graphs, per layer in percent: for SWAN the field's "
+             "Jacobian J(t) (the paper's object) and its Euler layer map (I + epsilon J), "
+             "which scales with epsilon (each SWAN row names it); for GCN its layer map."
              + ("" if runs else " Not run here yet."), ""]
     lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
                     "Ours per layer, %", "Protocol", "Run (device)"],
