@@ -35,8 +35,8 @@ One row per cell of each paper table, ours beside the paper's value. A row shows
 evidence collected for its cell: a run at the paper's full protocol if there is one, else
 the reduced run with the best mean validation metric (never chosen on test). Ours: the
 grid point with the best mean validation metric, its test metric read at each seed's best
-validation epoch, mean ± population std over seeds (or official splits); each cell
-summary is recomputed from its per-seed records in `reproductions/<run>/results.json`.
+validation epoch, mean ± population std over seeds (or official splits) of the per-seed
+records in `reproductions/<run>/results.json` (tests/test_results_md.py recomputes each).
 *Verdict*: within the paper's std when |ours - paper| <= its std, else better or worse by
 the difference. *Departures*: "none" at the paper's full protocol (epochs, patience,
 seeds, data, the grid for that cell). *Converged*: "yes" unless a seed ran to the epoch
