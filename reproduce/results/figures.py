@@ -100,7 +100,9 @@ def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
         ax.set(title=panel, yscale="log" if log else "linear")
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=7)
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels(),
+                                                              strict=True)}
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     _save(fig, path)
