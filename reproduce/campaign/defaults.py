@@ -39,7 +39,7 @@ H200_REF = 0.0404  # s / epoch, line / 10 / swan, 32 runs (reproductions/transfe
 H100_OVER_H200 = 1.2
 K50_OVER_K10 = 13.0  # CPU seconds per epoch, k = 50 over k = 10 (module docstring)
 HEADER = """\
-The reproduction campaign's plan: every cell of the paper at the paper's protocol.
+The reproduction campaign's plan: the paper's cells in scope, at the paper's protocol.
 Read by `python -m reproduce.campaign` (make campaign); regenerate with
 `python -m reproduce.campaign plan --write` (reproduce/campaign/defaults.py says how
 each cost is measured or modelled). Fields: reproduce/campaign/plan.py. cost_minutes:
