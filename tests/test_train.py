@@ -176,7 +176,7 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     """A checkpoint written before a later TrainConfig field stays resumable: this is the
     fingerprint a Peptides-func SWAN-learn program wrote on 2026-11-28 (CPU bundle, epoch
     53), before `shard_runs` existed; adding that field to the identity orphaned it."""
-    from swan_jax.train._folder import fingerprint
+    from swan_jax.train._folder import accepted_fingerprints, fingerprint
 
     cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=0.001,
                       weight_decay=0.0, loss="bce", metric="ap", task_level="graph",
@@ -190,6 +190,10 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     assert fingerprint(sharded, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
     other = TrainConfig(**{**cfg.__dict__, "batch_size": 32})
     assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
+    # Format 1 (no number) also takes what the code with `shard_runs` in the identity
+    # wrote for this program (computed with that code).
+    assert accepted_fingerprints(cfg, runs, {"program": "1c14b83717"}) == {
+        2: ("774d20f04d93ec4e",), 1: ("774d20f04d93ec4e", "9bdeff0016665965")}
 
 
 def _rewrite_fingerprint(epoch_folder: Path, value: str, fmt: int | None) -> None:
