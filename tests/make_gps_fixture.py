@@ -42,7 +42,9 @@ def fixture_graphs() -> dict[str, np.ndarray]:
 
 
 def authors_gps(hidden: int = HIDDEN, layers: int = LAYERS, heads: int = HEADS, seed: int = 0):
-    """The authors' `GPS_Model` from PyG's modules (module docstring), seeded."""
+    """The authors' `GPS_Model` from PyG's modules (module docstring), seeded; every weight
+    is PyTorch's initial one plus Gaussian noise (std 0.1), so that the biases (0 at
+    initialisation) and the LayerNorms' affine parts (1 and 0) count in the outputs."""
     import torch
     from torch_geometric.nn import GCNConv, GPSConv
 
@@ -63,7 +65,11 @@ def authors_gps(hidden: int = HIDDEN, layers: int = LAYERS, heads: int = HEADS, 
                 x = torch.tanh(conv(x, edge_index, batch))
             return self.readout(x)
 
-    return AuthorsGPS().eval()
+    model = AuthorsGPS().eval()
+    with torch.no_grad():  # biases and LayerNorms start at 0 and 1: move them too
+        for weight in model.parameters():
+            weight.add_(0.1 * torch.randn_like(weight))
+    return model
 
 
 def run_authors(model, graphs: Mapping[str, np.ndarray], *, per_graph: bool) -> np.ndarray:
