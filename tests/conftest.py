@@ -40,6 +40,24 @@ CHEAP_COMPILES = os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 jax.config.update("jax_disable_most_optimizations", CHEAP_COMPILES == "1")
 
 
+@pytest.fixture(scope="session")
+def readme_example_run():
+    """README.md's byod example, run once per test process: its namespace and what it
+    printed. tests/test_byod.py checks that run; tests/test_docs.py continues it with
+    docs/own-data.md's example (in a copy of the namespace), so the README's training is
+    paid once, not once per test. It writes no file (no checkpoint folder)."""
+    import contextlib
+    import io
+
+    from tests.test_byod import readme_example
+
+    namespace: dict = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(readme_example(), "README.md:byod-example", "exec"), namespace)
+    return namespace, printed.getvalue()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _compiled_programs_are_reused_within_the_session(tmp_path_factory):
     """JAX's persistent compilation cache in one folder of this test session (empty at

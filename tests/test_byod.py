@@ -121,13 +121,12 @@ def readme_example() -> str:
     return match.group(1)
 
 
-def test_readme_example_runs_in_about_twenty_lines(capsys):
+def test_readme_example_runs_in_about_twenty_lines(readme_example_run):
     code = readme_example()
     assert len([line for line in code.splitlines() if line.strip()]) <= 22
-    namespace: dict = {}
-    exec(compile(code, "README.md:byod-example", "exec"), namespace)
+    namespace, printed = readme_example_run  # the example, exec'd (tests/conftest.py)
     result = namespace["result"]
     [run] = result.runs
     assert np.isfinite(run["best_val"]) and np.isfinite(run["test"])
     assert len(namespace["data"]) == 40
-    assert "[12]" in capsys.readouterr().out  # data[0].n_node printed
+    assert "[12]" in printed  # data[0].n_node printed

@@ -210,18 +210,17 @@ def test_the_readmes_bibtex_is_the_papers_as_citation_cff_gives_it():
     assert "2405.01009" in bib["note"] and "2405.01009" in paper
 
 
-def test_the_own_data_page_continues_the_readmes_example(tmp_path, monkeypatch):
+def test_the_own_data_page_continues_the_readmes_example(tmp_path, monkeypatch,
+                                                       readme_example_run):
     """docs/own-data.md's optimiser / metric / tracker example, run after the README's
-    (whose names it uses), in a scratch folder: it trains two learning rates as one
-    program with a custom metric and writes the trackers' files."""
-    from tests.test_byod import readme_example
-
+    (whose names it uses; the README's run is shared with tests/test_byod.py), in a
+    scratch folder: it trains two learning rates as one program with a custom metric and
+    writes the trackers' files."""
     page = (ROOT / "docs" / "own-data.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- own-data-example[^>]*-->\n```python\n(.*?)```", page, re.S)
     assert match, "docs/own-data.md lost its own-data-example block"
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(readme_example(), "README.md:byod-example", "exec"), namespace)
+    namespace = dict(readme_example_run[0])  # the README's names; its own stay as they were
     exec(compile(match.group(1), "docs/own-data.md:own-data-example", "exec"), namespace)
     runs = namespace["result"].runs
     assert sorted(run["hparams"]["learning_rate"] for run in runs) == [1e-4, 1e-3]
