@@ -43,7 +43,12 @@ from swan_jax.runs.checkpoint import CheckpointError
 from swan_jax.runs.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import HintedError, SettingError
 from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
-from swan_jax.train import CheckpointConflict, StepTooLarge, TrainingInterrupted
+from swan_jax.train import (
+    CheckpointConflict,
+    ShapeMismatch,
+    StepTooLarge,
+    TrainingInterrupted,
+)
 
 EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
 
@@ -249,7 +254,7 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
             CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
-            RunsDoNotDivide, RunBlockDoesNotDivide) as err:
+            RunsDoNotDivide, RunBlockDoesNotDivide, ShapeMismatch) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None

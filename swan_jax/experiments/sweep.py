@@ -35,14 +35,22 @@ import numpy as np
 
 from swan_jax.config import SWANConfig, concrete_hparams
 from swan_jax.experiments import hosts, packing, report
-from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
+from swan_jax.experiments.config import (
+    CONFIG_DIR,
+    SweepConfig,
+    changed_settings,
+    dump_toml,
+    load_toml,
+    shown_value,
+    to_dict,
+)
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.models import SWANBlock, parameters_only
 from swan_jax.pytrees import tree_size
 from swan_jax.runs.io import check_output_dir, save_json_atomic, write_text_atomic
-from swan_jax.settings import coded_choices
+from swan_jax.settings import HINT, Hint, HintedError, coded_choices
 from swan_jax.train import (
     ModelFn,
     NodeSplit,
@@ -296,6 +304,30 @@ def check_outputs(cfg: SweepConfig) -> None:
 
     cache = default_cache_dir(cfg.cache_dir)  # where the loaders will write it
     check_output_dir(cache, "--cache-dir")
+
+
+class ResumeSettingsDiffer(HintedError, SweepRefused):
+    """`resume` with settings that decide the numbers and differ from the results file's
+    run: it would train other programs and replace the file's cells. Its hints name each
+    differing setting (saved -> now), `resume`, `overwrite` and `results_dir`."""
+
+
+def check_resume(cfg: SweepConfig, results: ResultsFile) -> None:
+    """Refuse `resume` over a results file written with other settings (`epochs` and
+    the settings of where and how to run may differ: `config.changed_settings`)."""
+    if not cfg.resume or not results.saved_config:
+        return
+    changed = changed_settings(cfg, results.saved_config)
+    if not changed:
+        return
+    hints = [Hint(name, None, f"{{switch}} {shown_value(old)} -> {shown_value(new)}")
+             for name, old, new in changed]
+    raise ResumeSettingsDiffer(
+        f"{results.path} holds the results of other settings ({', '.join([HINT] * len(hints))}"
+        f"): {HINT} would train new programs and replace its cells; run without it and "
+        f"with {HINT} to start again with these settings, or give another {HINT} to keep "
+        f"both", *hints, Hint("resume", True), Hint("overwrite", True),
+        Hint("results_dir", None))
 
 
 def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: ResultsFile
@@ -631,6 +663,7 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
 def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     results = ResultsFile(Path(cfg.results_dir) / "results.json", overwrite=cfg.overwrite,
                           resume=cfg.resume)
+    check_resume(cfg, results)
     cells = exp.cells(cfg)
     check_folders(cfg, exp.plan(cfg, cells), results)
     cells, skipped = available_cells(exp, cfg, cells)
