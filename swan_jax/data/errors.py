@@ -138,7 +138,10 @@ class MissingFile:
         md5 = f" (md5 {self.md5})" if self.md5 else ""
         if self.url is None:
             return f"put it at {self.looked_in[0]}"
-        return f"download {self.url}{md5} and put it at {self.looked_in[0]}"
+        # the download folder too, by name: the "Downloading ... -> PATH" line names it
+        also = (f" (or at {self.download_to}, where downloads go)"
+                if self.download_to and self.download_to != self.looked_in[0] else "")
+        return f"download {self.url}{md5} and put it at {self.looked_in[0]}{also}"
 
     def __str__(self) -> str:
         # Short: what, why, and one place; every place looked in is `looked_in`.

@@ -51,6 +51,7 @@ from swan_jax.models import SWANBlock, parameters_only
 from swan_jax.pytrees import tree_size
 from swan_jax.runs.io import check_output_dir, save_json_atomic, write_text_atomic
 from swan_jax.settings import HINT, Hint, HintedError, coded_choices
+from swan_jax.solvers import IMPLICIT_SOLVERS, check_implicit_plan
 from swan_jax.train import (
     ModelFn,
     NodeSplit,
@@ -139,6 +140,13 @@ class Experiment(Generic[ConfigT]):
         return None
 
     def paper(self, cell: Cell) -> tuple[float, float | None] | None:
+        return None
+
+    def ode_batch(self, cfg: ConfigT, cell: Cell, static: Mapping[str, Any]
+                  ) -> tuple[int, int, int] | None:
+        """`(graphs per training batch, nodes of the largest graph, ODE state width)` of a
+        program whose model integrates `cfg.solver`, known without loading data (None:
+        unknown, or no ODE block): what `check_solver_plan` sizes an implicit solver by."""
         return None
 
     def scale(self, cell: Mapping[str, Any]) -> float:
@@ -328,6 +336,32 @@ def check_resume(cfg: SweepConfig, results: ResultsFile) -> None:
         f"with {HINT} to start again with these settings, or give another {HINT} to keep "
         f"both", *hints, Hint("resume", True), Hint("overwrite", True),
         Hint("results_dir", None))
+
+
+def check_solver_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program]
+                      ) -> None:
+    """An implicit solver refused before any data is loaded where an experiment knows
+    its batches' size (`Experiment.ode_batch`), naming the batch size that fits."""
+    if cfg.solver not in IMPLICIT_SOLVERS:
+        return
+    for program in programs:
+        shape = exp.ode_batch(cfg, program.cell, program.static)
+        if shape is not None:
+            graphs, largest, width = shape
+            check_implicit_plan(cfg.solver, batch_size=graphs, largest_graph=largest,
+                                width=width, what=program.name)
+
+
+def preflight(exp: Experiment, cfg: SweepConfig, results: ResultsFile) -> list[Cell]:
+    """What a sweep refuses before it loads any data (a run and `--dry-run` alike): a
+    resume with other settings, checkpoints without --resume / --overwrite, an implicit
+    solver too large for its batches. Returns the cells."""
+    check_resume(cfg, results)
+    cells = exp.cells(cfg)
+    programs = exp.plan(cfg, cells)
+    check_folders(cfg, programs, results)
+    check_solver_plan(exp, cfg, programs)
+    return cells
 
 
 def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: ResultsFile
@@ -663,9 +697,7 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
 def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     results = ResultsFile(Path(cfg.results_dir) / "results.json", overwrite=cfg.overwrite,
                           resume=cfg.resume)
-    check_resume(cfg, results)
-    cells = exp.cells(cfg)
-    check_folders(cfg, exp.plan(cfg, cells), results)
+    cells = preflight(exp, cfg, results)
     cells, skipped = available_cells(exp, cfg, cells)
     for line in skipped:  # said before the work, and again at the end
         print(line, flush=True)
