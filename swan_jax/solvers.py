@@ -155,8 +155,8 @@ def check_implicit_plan(solver: str, *, batch_size: int, largest_graph: int, wid
     if fits:
         raise SolverTooLarge(f"{head}: {HINT} fits (slow on a CPU), {explicit}",
                              Hint("batch_size", fits))
-    raise SolverTooLarge(f"{head}: even one graph is too large at this width; lower the "
-                         f"width, {explicit}")
+    raise SolverTooLarge(f"{head}: even one graph is too large at this width; {HINT}, "
+                         f"{explicit}", Hint("hidden", None, "lower {switch}"))
 
 
 def implicit_fits(num_numbers: int) -> bool:

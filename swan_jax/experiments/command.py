@@ -304,14 +304,14 @@ def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.experiments.sweep import check_outputs, preflight
 
-    print(dump_toml(cfg, exp.name), end="")
-    try:
+    try:  # refused: the one line alone, no configuration printed above it
         check_outputs(cfg)
         results = ResultsFile(Path(cfg.results_dir) / "results.json",
                               overwrite=cfg.overwrite, resume=cfg.resume)
         preflight(exp, cfg, results)
     except (FileExistsError, SweepRefused, OutputPathError, SolverTooLarge) as err:
         raise SystemExit(error_message(exp, err)) from None
+    print(dump_toml(cfg, exp.name), end="")
     programs = exp.plan(cfg)
     runs = [len(p.grid) * len(cfg.seeds) for p in programs]
     print(f"# plan: {len(programs)} program(s), {sum(runs)} run(s) of up to {cfg.epochs} "

@@ -55,9 +55,10 @@ def estimate_line(experiment: str, programs: Sequence[Any], runs_per_program: Se
             newest[str(entry.get("program"))] = entry  # the file is in recording order
     seconds, known, devices = 0.0, 0, set()
     for program, runs in zip(programs, runs_per_program, strict=True):
-        entry = newest.get(program.name)
-        if entry is None or not entry.get("seconds_per_epoch"):
+        found = newest.get(program.name)
+        if found is None or not found.get("seconds_per_epoch"):
             continue
+        entry = found
         scale = runs / max(int(entry.get("runs") or runs), 1)
         seconds += (float(entry.get("first_epoch_seconds") or 0.0)
                     + (epochs - 1) * float(entry["seconds_per_epoch"]) * scale)

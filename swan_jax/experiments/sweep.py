@@ -392,17 +392,34 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
             gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
-    lines = [f"{', '.join(names)}: {NOT_RUN} ({reason})" for reason, names in gone.items()]
+    lines = [_not_run_line(names, reason) for reason, names in gone.items()]
     left = [c for c in cells if not missing[exp.data_key(cfg, c)]]
+    get = how_to_get(lines)
     if lines and not cfg.skip_missing:
         raise DataUnavailable(
-            "missing data, nothing was trained:\n  " + "\n  ".join(lines)
+            "missing data, nothing was trained:\n  " + "\n  ".join(lines) + get
             + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
               "run only the cells whose data is present", lines)
     if lines and not left:
         raise DataUnavailable("no cell has its data, nothing was trained:\n  "
-                              + "\n  ".join(lines) + "\nget the files above", lines)
+                              + "\n  ".join(lines) + get + "\nget the files above", lines)
     return left, lines
+
+
+def _not_run_line(names: Sequence[str], reason: str) -> str:
+    """One short line per missing data set (a `MissingReport`'s `short`), carrying the
+    report's `details` (how to get each file) for `how_to_get`."""
+    from swan_jax.data.errors import MissingReport
+
+    line = MissingReport(f"{', '.join(names)}: {NOT_RUN} ({getattr(reason, 'short', reason)})")
+    line.short, line.details = str(line), tuple(getattr(reason, "details", ()))
+    return line
+
+
+def how_to_get(lines: Sequence[str]) -> str:
+    """The details of `available_cells`' lines, once: how to get each missing file."""
+    details = list(dict.fromkeys(d for line in lines for d in getattr(line, "details", ())))
+    return "\nhow to get them:\n  " + "\n  ".join(details) if details else ""
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
@@ -699,8 +716,10 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
                           resume=cfg.resume)
     cells = preflight(exp, cfg, results)
     cells, skipped = available_cells(exp, cfg, cells)
-    for line in skipped:  # said before the work, and again at the end
+    for line in skipped:  # said before the work (short), and again at the end
         print(line, flush=True)
+    if skipped and how_to_get(skipped):  # the long part once
+        print(how_to_get(skipped).lstrip("\n"), flush=True)
     data = _DataCache(exp, cfg)
     programs = exp.packed_plan(cfg, cells, data.get)
     if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)
