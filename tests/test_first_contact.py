@@ -530,7 +530,9 @@ def test_train_refuses_an_output_that_does_not_fit_the_targets_before_compiling(
     """Was: a broadcast `[R, 3] - [R, 1]` trained and reported a score, no word."""
     from swan_jax.train import _loop
 
-    monkeypatch.setattr(_loop, "init_program", lambda *a, **k: pytest.fail("initialised"))
+    # refused on the initialisation's shapes, before the memory check and any compile
+    monkeypatch.setattr(_loop._memory, "check_step_memory",
+                        lambda *a, **k: pytest.fail("went on to compile"))
     with pytest.raises(ShapeMismatch, match=match):
         train(small_model(readout, level), graph_level_data(), quiet_config(loss=loss))
 

@@ -4,20 +4,20 @@ A named loss compares predictions and targets elementwise (`mse`, `l1`, `bce`,
 `graph_mean_mse`: `pred [R, T]` against `target [R, T]`) or reads one integer class per
 row (`ce`, `weighted_ce`: `logits [R, K]`, `K >= 2`, against `target [R, 1]`). Other
 shapes would broadcast (`[R, 3] - [R, 1]`) and train to a score that means nothing, with
-no word. `check_output_shape` traces the model once on the first training batch's shapes
-(`jax.eval_shape` of `init_with_output` inside `parameters_only`: the ODE solve is
-skipped, its output has its input's shape) and refuses, in one line naming both widths
-and the setting that fixes it, a model whose rows or columns do not fit; a model that
-does not take the graphs at all (an encoder of another feature width) is refused the
-same way. A loss of one's own (a function) is the caller's to shape.
+no word. The shape comes from the initialisation's own trace (`_state.init_program`'s
+`outputs`: nothing is traced twice, the ODE solve is skipped there and its output has its
+input's shape); `check_widths` refuses, in one line naming both widths and the setting
+that fixes it, a model whose rows or columns do not fit. A model that does not take the
+graphs at all (an encoder of another feature width) is refused the same way
+(`not_taken`). A loss of one's own (a function) is the caller's to shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-import jax
 import numpy as np
 
 CLASS_LOSSES = ("ce", "weighted_ce")  # logits [R, K] against one integer class per row
@@ -29,41 +29,37 @@ class ShapeMismatch(ValueError):
     graphs): one line naming both widths and the setting that fixes it."""
 
 
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
-
-
-def output_shape(model_fn: Callable[[Any], Any], graph: Any, hp: Mapping[str, Any]
-                 ) -> tuple[int, ...]:
-    """The shape of `model_fn(hp)` applied to `graph`, from shapes alone (nothing runs;
-    the solve is skipped). `hp`: one run's hyper-parameters (arrays or shape structs)."""
-    from swan_jax.models import parameters_only
-
-    def forward(h):
-        return model_fn(h).init_with_output(jax.random.PRNGKey(0), graph)[0]
+@contextlib.contextmanager
+def not_taken(graph: Any) -> Iterator[None]:
+    """A `ValueError` while the model is initialised on the first training batch `graph`
+    (an encoder of another feature width: `AtomEncoder expects integer node codes [N, 9],
+    got ...`) as one `ShapeMismatch` line naming the graphs' widths. A settings error
+    (`SettingError`, `HintedError`) passes as it is: it names its own setting."""
+    from swan_jax.settings import HintedError, SettingError
 
     try:
-        with parameters_only():
-            out = jax.eval_shape(forward, hp)
-    except (ValueError, TypeError) as err:
+        yield
+    except (SettingError, HintedError, ShapeMismatch):
+        raise
+    except ValueError as err:
         nodes = np.shape(graph.nodes)
         edges = np.shape(graph.edges) if graph.edges is not None else None
         widths = (f"{nodes[-1] if len(nodes) > 1 else 1} node feature(s)"
                   + (f" and {edges[-1] if len(edges) > 1 else 1} edge feature(s)"
                      if edges is not None else ", no edge features"))
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ShapeMismatch(f"the model does not take the training graphs ({widths} per "
-                            f"row): {_first_line(err)}; give the encoder the data's "
-                            f"feature width, or data of the width it expects") from None
-    if not hasattr(out, "shape"):
-        raise ShapeMismatch(f"model_fn(hp) returned a {type(out).__name__}, not one array "
-                            f"of predictions [rows, T]")
-    return tuple(out.shape)
+                            f"row): {first}; give the encoder the data's feature width, "
+                            f"or data of the width it expects") from None
 
 
-def check_widths(loss: Any, level: str, pred: tuple[int, ...], target: tuple[int, ...]
-                 ) -> None:
+def check_widths(loss: Any, level: str, pred: Any, target: tuple[int, ...]) -> None:
     """Refuse predictions of shape `pred` that `loss` cannot compare with `target`
-    (`[R, T]`, R the batch's padded `level` rows). A function `loss`: not checked."""
+    (`[R, T]`, R the batch's padded `level` rows). A function `loss`: not checked.
+    `pred` not a shape (the model returned something else): refused."""
+    if not isinstance(pred, tuple):
+        raise ShapeMismatch(f"model_fn(hp) returned a {getattr(pred, '__name__', pred)}, "
+                            f"not one array of predictions [rows, T]")
     if not isinstance(loss, str):
         return
     unit = "node" if level == "node" else "graph"
@@ -95,10 +91,3 @@ def check_widths(loss: Any, level: str, pred: tuple[int, ...], target: tuple[int
             f"{columns} (loss {loss!r} compares them column by column: they would "
             f"broadcast); set the readout's last width to {columns} (e.g. "
             f"{READOUT[level]}((..., {columns}))), or give targets of {width} column(s)")
-
-
-def check_output_shape(model_fn: Callable[[Any], Any], example: Any, hp_one: Any,
-                       loss: Any, level: str, target: np.ndarray) -> None:
-    """`output_shape` of the model on the batch `example`, then `check_widths`."""
-    pred = output_shape(model_fn, example.graph, hp_one)
-    check_widths(loss, level, pred, tuple(np.shape(target)))
