@@ -287,6 +287,9 @@ def _scalar(name: str, kind: Kind, spec: Setting, value: Any, shown: str) -> Any
         problem = f"must be a string, got {shown}"
     elif item is Path and not isinstance(value, str | Path):
         problem = f"must be a path, got {shown}"
+    elif item is Path and isinstance(value, str) and not value.strip():
+        # Path("") is Path("."): an empty value would silently mean the current folder
+        problem = "must be a path, got an empty one (give a folder, e.g. '.' for this one)"
     elif spec.choices is not None and value not in spec.choices:
         # argparse's own words, so that a flag and a TOML value read the same
         problem = (f"invalid choice: {value!r} (choose from "

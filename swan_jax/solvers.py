@@ -37,7 +37,7 @@ from jax.typing import DTypeLike
 from swan_jax.config import SWANConfig
 from swan_jax.field import Params, build_operators, check_inputs, field_with_operators
 from swan_jax.graph import Graph, gather, is_traced, traced_checks
-from swan_jax.settings import Spelling, check_fields, setting
+from swan_jax.settings import HINT, Hint, HintedError, Spelling, check_fields, setting
 
 if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
     from jaxtyping import Float
@@ -117,9 +117,47 @@ DEFAULT_INTEGRATOR = IntegratorConfig()
 MAX_IMPLICIT_STATE = 4096
 
 
-class SolverTooLarge(ValueError):
+class SolverTooLarge(HintedError, ValueError):
     """An implicit solver asked for a state too large for its dense Jacobian (raised while
-    tracing, before anything is compiled)."""
+    tracing, before anything is compiled, or by `check_implicit_plan` before any data is
+    loaded). Its hints name `batch_size` (a command line: `--batch-size`)."""
+
+
+IMPLICIT_SOLVERS: tuple[str, ...] = tuple(
+    name for name, make in ADAPTIVE_SOLVERS.items()
+    if issubclass(cast(type, make), diffrax.AbstractImplicitSolver))
+PAD_ROWS = 64  # batches pad their nodes to a multiple of this (`data.batching.ROUND_TO`)
+
+
+def padded_nodes(batch_size: int, largest_graph: int) -> int:
+    """At most how many node rows a batch of `batch_size` graphs of up to `largest_graph`
+    nodes pads to (+1 padding node, rounded up to `PAD_ROWS`)."""
+    return -(-(batch_size * largest_graph + 1) // PAD_ROWS) * PAD_ROWS
+
+
+def check_implicit_plan(solver: str, *, batch_size: int, largest_graph: int, width: int,
+                        what: str) -> None:
+    """Refuse, before any data is loaded, an implicit `solver` whose batches (of
+    `batch_size` graphs of up to `largest_graph` nodes, `width` channels) exceed
+    `MAX_IMPLICIT_STATE`, naming the largest batch size that fits (none: one graph is
+    already too large). `what`: the program, for the message."""
+    if solver not in IMPLICIT_SOLVERS:
+        return
+    numbers = padded_nodes(batch_size, largest_graph) * width
+    if implicit_fits(numbers):
+        return
+    fits = max((b for b in range(1, batch_size)
+                if implicit_fits(padded_nodes(b, largest_graph) * width)), default=0)
+    head = (f"{what}: solver {solver!r} is implicit (a dense Jacobian of the whole state "
+            f"per step) and takes states of at most {MAX_IMPLICIT_STATE:,} numbers; a batch "
+            f"of {batch_size} graph(s) of up to {largest_graph} nodes x {width} channels "
+            f"pads to {numbers:,} numbers")
+    explicit = "or use an explicit solver ('tsit5', 'dopri5', or the fixed-step 'euler')"
+    if fits:
+        raise SolverTooLarge(f"{head}: {HINT} fits (slow on a CPU), {explicit}",
+                             Hint("batch_size", fits))
+    raise SolverTooLarge(f"{head}: even one graph is too large at this width; {HINT}, "
+                         f"{explicit}", Hint("hidden", None, "lower {switch}"))
 
 
 def implicit_fits(num_numbers: int) -> bool:
@@ -141,7 +179,7 @@ def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> Non
         f"solvers take states of at most {MAX_IMPLICIT_STATE:,} numbers "
         f"({max(MAX_IMPLICIT_STATE // max(width, 1), 0):,} nodes at this width): use an "
         f"explicit solver ('tsit5', 'dopri5', 'bosh3', or the fixed-step 'euler', 'heun') or "
-        f"fewer nodes per batch")
+        f"fewer nodes per batch (a smaller {HINT})", Hint("batch_size", None))
 
 
 # How a setting (and a suggested value) is written in advice: `settings.Spelling`; a

@@ -427,7 +427,8 @@ def test_implicit_solvers_refuse_a_state_too_large_for_their_jacobian_before_com
         "here 300 nodes x 20 channels = 6,000 numbers, a [6,000, 6,000] matrix (0.1 GiB per "
         "run) built from 6,000 evaluations of the field; implicit solvers take states of at "
         "most 4,096 numbers (204 nodes at this width): use an explicit solver ('tsit5', "
-        "'dopri5', 'bosh3', or the fixed-step 'euler', 'heun') or fewer nodes per batch")
+        "'dopri5', 'bosh3', or the fixed-step 'euler', 'heun') or fewer nodes per batch (a "
+        "smaller batch_size)")
     # Out of steps on this state: the advice names only what runs on it.
     with pytest.raises(sj.SolverError) as err:
         sj.solve(params, graph, x0, cfg, solver="tsit5", rtol=1e-10, atol=1e-10, max_steps=1)
@@ -440,7 +441,9 @@ def test_an_implicit_solver_too_large_for_the_batch_is_one_line_from_the_command
     argv = [*TINY_TRANSFER, "--solver", "kvaerno5", "--hidden", "256", "--results-dir",
             str(tmp_path / "res"), "--cache-dir", str(tmp_path / "cache")]
     message = str(exits(transfer.main, argv).code)
-    assert re.fullmatch(r"solver 'kvaerno5' is implicit: each step uses the dense Jacobian "
-                        r"of the whole state, here [\d,]+ nodes x 256 channels = .* or fewer "
-                        r"nodes per batch", message), message
+    # refused at plan time, before any data is loaded (issue 47: the batch size that fits)
+    assert re.fullmatch(r"line/3/swan/\S+: solver 'kvaerno5' is implicit .* a batch of 8 "
+                        r"graph\(s\) of up to 4 nodes x 256 channels pads to 16,384 numbers: "
+                        r"even one graph is too large at this width; lower --hidden, or use "
+                        r"an explicit solver .*", message), message
     assert not (tmp_path / "res" / "results.json").exists()

@@ -21,14 +21,20 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from swan_jax.experiments import lrgb, transfer
+import swan_jax as sj
+from swan_jax.data import GraphDataset
+from swan_jax.experiments import command, lrgb, transfer
+from swan_jax.experiments.config import to_dict
+from swan_jax.train import ShapeMismatch, TrainingDiverged, train
 from tests.test_lrgb_experiment import write_peptides
 from tests.test_run_failures import TINY_TRANSFER, exits
 
@@ -67,9 +73,16 @@ def test_make_reproduce_lrgb_trains_the_data_it_has_and_marks_the_rest(tmp_path,
     lines = results["not_run"]
     assert [line.split(":")[0] for line in lines] == ["peptides-struct / swan",
                                                       "pascalvoc-sp / swan"]
-    for line in lines:
-        assert "\n" not in line and ": not run: data unavailable (missing raw file" in line
-        assert "download https://" in line and f"put it at {data}" in line
+    for line in lines:  # short (issue 47: they were 600 characters, said three times)
+        assert "\n" not in line and ": not run: data unavailable (" in line
+        assert "raw file(s) missing, " in line and len(line) < 200
+    # how to get each file: once, before the work
+    assert out.count("how to get them:") == 1 and out.count("download https://") == 3
+    # one folder in both lines: where a download was to write, the advice says to put it
+    tried = [line.split(" -> ")[1] for line in out.splitlines()
+             if line.startswith("Downloading ") and " -> " in line]
+    assert all(f"put it at {path}" in out for path in tried)
+    assert tried or f"put it at {data}" in out
     said = out.split("PARTIAL RUN (--skip-missing): 2 data set(s) missing:\n")[1]
     assert said.splitlines()[:2] == [f"  {line}" for line in lines]
     table = (tmp_path / "res" / "table.md").read_text()
@@ -84,6 +97,7 @@ def test_make_reproduce_lrgb_fails_only_when_nothing_could_run(tmp_path):
     message = str(exits(lrgb.main, [*argv, *TINY, "--results-dir", str(tmp_path / "res")]).code)
     head, *per_set, tail = message.splitlines()
     assert head == "no cell has its data, nothing was trained:"
+    per_set = per_set[:per_set.index("how to get them:")]  # then the details, once
     assert [line.split(":")[0] for line in per_set] == ["  peptides-func / swan",
                                                         "  peptides-struct / swan",
                                                         "  pascalvoc-sp / swan"]
@@ -474,3 +488,250 @@ def test_a_model_that_maps_over_its_hp_reads_every_key(monkeypatch):
         train(lambda hp: model_fn(jax.tree_util.tree_map(lambda v: v, hp)),
               splits(line_swap_dataset(12)), TrainConfig(epochs=1, progress=False),
               [{"epsilon": 0.1, "beta": 1.0, "note": 3.0}])
+
+
+# --- issue 47: checks before compile, --resume with other settings, messages ------------
+
+ISSUE47_TRANSFER = ["--topology", "line", "--distance", "3", "--model", "swan"]
+
+
+def graph_level_data(columns: int = 1) -> dict[str, GraphDataset]:
+    rng = np.random.default_rng(0)
+    graphs = [{"nodes": rng.normal(size=(4, 2)).astype(np.float32),
+               "senders": np.array([0, 1, 2]), "receivers": np.array([1, 2, 3]),
+               "graph_targets": np.ones((1, columns), np.float32)} for _ in range(6)]
+    data = GraphDataset.from_graphs(graphs)
+    return {"train": data, "val": data}
+
+
+def small_model(readout, level="graph"):
+    head = sj.GraphReadout(readout) if level == "graph" else sj.NodeReadout(readout)
+    return lambda hp: sj.Model(sj.LinearEncoder(4), sj.SWANBlock(
+        sj.SWANConfig(num_layers=1, epsilon=0.1)), head)
+
+
+def quiet_config(**changes):
+    from swan_jax.train import TrainConfig
+
+    return TrainConfig(**{"epochs": 1, "batch_size": 2, "task_level": "graph",
+                          "progress": False, "quiet": True, **changes})
+
+
+@pytest.mark.parametrize("readout, level, loss, match", [
+    ((8, 3), "graph", "mse", r"predicts 3 column\(s\) per graph but the targets have 1 "
+                             r"\(loss 'mse'.*broadcast\); set the readout's last width to 1"),
+    ((8, 2), "graph", "l1", r"predicts 2 column\(s\) per graph but the targets have 1"),
+    ((1,), "node", "mse", r"predicts \d+ rows for a batch of \d+ graph rows "
+                          r"\(task_level='graph'\).*GraphReadout"),
+    ((1,), "graph", "ce", r"loss 'ce' needs one logit per class \(at least 2 output columns\)"),
+])
+def test_train_refuses_an_output_that_does_not_fit_the_targets_before_compiling(
+        readout, level, loss, match, monkeypatch):
+    """Was: a broadcast `[R, 3] - [R, 1]` trained and reported a score, no word."""
+    from swan_jax.train import _loop
+
+    # refused on the initialisation's shapes, before the memory check and any compile
+    monkeypatch.setattr(_loop._memory, "check_step_memory",
+                        lambda *a, **k: pytest.fail("went on to compile"))
+    with pytest.raises(ShapeMismatch, match=match):
+        train(small_model(readout, level), graph_level_data(), quiet_config(loss=loss))
+
+
+def test_class_losses_refuse_targets_of_several_columns():
+    with pytest.raises(ShapeMismatch, match=r"loss 'ce' takes one integer class per graph, "
+                                            r"but the targets have 3 columns"):
+        train(small_model((4,)), graph_level_data(3), quiet_config(loss="ce"))
+
+
+def test_an_encoder_of_another_feature_width_is_one_line():
+    from swan_jax.encoders import AtomEncoder
+
+    model = lambda hp: sj.Model(AtomEncoder(4), sj.SWANBlock(  # noqa: E731
+        sj.SWANConfig(num_layers=1, epsilon=0.1)), sj.GraphReadout((1,)))
+    with pytest.raises(ShapeMismatch, match=r"does not take the training graphs \(2 node "
+                                            r"feature\(s\), no edge features per row\): "
+                                            r"AtomEncoder expects .*\[N, 9\]"):
+        train(model, graph_level_data(), quiet_config())
+
+
+def test_a_fitting_output_trains(tmp_path):
+    result = train(small_model((8, 1)), graph_level_data(), quiet_config())
+    assert np.isfinite(result.runs[0]["val_at_best"])
+
+
+def test_a_loss_that_returns_nan_at_once_is_not_blamed_on_the_learning_rate():
+    def nan_loss(pred, target, mask):
+        return jnp.mean(jnp.log(-jnp.abs(pred)))
+
+    with pytest.raises(TrainingDiverged) as err:
+        train(small_model((1,)), graph_level_data(), quiet_config(loss=nan_loss))
+    text = str(err.value)
+    assert "before any update, so the learning rate is not the cause" in text
+    assert "the loss itself" in text and "NaN or infinite features or targets" in text
+
+
+def test_divergence_after_updates_lists_the_loss_and_the_learning_rate():
+    from swan_jax.train._epoch import divergence_causes
+
+    later = divergence_causes("training loss or gradient", 3, 2)
+    assert "the loss returning NaN on some batch" in later and "learning rate" in later
+    assert "split" in divergence_causes("predictions on the val split", 0, None)
+
+
+def write_saved_results(folder: Path, argv: list[str]) -> Path:
+    """A results.json as a finished run of `argv` leaves it (its resolved config)."""
+    cfg = command.parse_config(transfer.EXPERIMENT, argv + ["--results-dir", str(folder)])
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({"config": to_dict(cfg), "records": []}))
+    return folder
+
+
+@pytest.mark.parametrize("dry", [False, True], ids=["run", "dry-run"])
+def test_resume_with_other_settings_is_refused_naming_them(tmp_path, capsys, dry):
+    res = write_saved_results(tmp_path / "res", ISSUE47_TRANSFER)
+    before = (res / "results.json").read_text()
+    argv = ISSUE47_TRANSFER + ["--results-dir", str(res), "--resume", "--lr", "0.01",
+                               "--seeds", "0,1", "--epochs", "7", "--checkpoint-seconds", "0",
+                               "--no-progress"] + (["--dry-run"] if dry else [])
+    err = exits(transfer.main, argv)
+    line = str(err.code)
+    assert "\n" not in line and "--lr 0.001 -> 0.01" in line and "--seeds 0,1,2,3 -> 0,1" in line
+    assert "--overwrite" in line and "another --results-dir" in line
+    for cadence in ("epochs", "checkpoint", "progress"):  # decide no number: not named
+        assert cadence not in line
+    assert (res / "results.json").read_text() == before and not (res / "checkpoints").exists()
+
+
+def test_resume_with_the_same_settings_and_more_epochs_passes_the_check(tmp_path):
+    from swan_jax.experiments.records import ResultsFile
+    from swan_jax.experiments.sweep import check_resume
+
+    res = write_saved_results(tmp_path / "res", ISSUE47_TRANSFER)
+    cfg = command.parse_config(transfer.EXPERIMENT, ISSUE47_TRANSFER + [
+        "--results-dir", str(res), "--resume", "--epochs", "9", "--checkpoint-seconds", "1",
+        "--no-progress", "--cache-dir", str(tmp_path / "c")])
+    check_resume(cfg, ResultsFile(res / "results.json", resume=True))  # no refusal
+
+
+@pytest.mark.parametrize("where", ["flag", "toml"])
+def test_an_empty_results_dir_is_refused(tmp_path, capsys, where, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if where == "flag":
+        argv = ISSUE47_TRANSFER + ["--results-dir", "", "--dry-run"]
+    else:
+        (tmp_path / "run.toml").write_text('results_dir = ""\n')
+        argv = ISSUE47_TRANSFER + ["--config", "run.toml", "--dry-run"]
+    assert exits(transfer.main, argv).code == 2
+    assert "must be a path, got an empty one" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == ([] if where == "flag" else [tmp_path / "run.toml"])
+
+
+def test_dry_run_refuses_an_implicit_solver_naming_the_batch_size_that_fits(capsys, tmp_path):
+    argv = ISSUE47_TRANSFER + ["--solver", "kvaerno5", "--results-dir", str(tmp_path / "r"),
+                               "--dry-run"]
+    line = str(exits(transfer.main, argv).code)
+    assert "solver 'kvaerno5' is implicit" in line and "--batch-size 15 fits" in line
+    assert "a batch of 512 graph(s) of up to 4 nodes x 64 channels" in line
+    assert not (tmp_path / "r").exists()
+    assert transfer.main(argv[:-1] + ["--batch-size", "15", "--dry-run"]) == 0
+
+
+def test_dry_run_checks_the_output_folders_and_an_existing_results_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    line = str(exits(transfer.main, ISSUE47_TRANSFER + [
+        "--results-dir", str(tmp_path / "file" / "r"), "--dry-run"]).code)
+    assert line.startswith("--results-dir") and "is a file" in line
+    res = write_saved_results(tmp_path / "res", ISSUE47_TRANSFER)
+    line = str(exits(transfer.main, ISSUE47_TRANSFER + ["--results-dir", str(res),
+                                                        "--dry-run"]).code)
+    assert "exists; pass --resume" in line
+
+
+def test_dry_run_prints_an_estimate_or_says_none_is_recorded(tmp_path, capsys):
+    from swan_jax.experiments.estimate import estimate_line
+    from swan_jax.experiments.sweep import Program
+
+    costs = tmp_path / "reproductions" / "campaign" / "costs.json"
+    costs.parent.mkdir(parents=True)
+    costs.write_text(json.dumps({"programs": [
+        {"device": "cpu-2core", "experiment": "transfer", "program": "line/3/swan/program",
+         "runs": 4, "first_epoch_seconds": 10.0, "seconds_per_epoch": 0.5}]}))
+    plan = [Program({}, {}, [], "x", "line/3/swan/program", tmp_path),
+            Program({}, {}, [], "y", "ring/3/swan/program", tmp_path)]
+    line = estimate_line("transfer", plan, [8, 8], 11, path=costs, platform="cpu")
+    assert "at most 20 s for 1 of 2 program(s)" in line  # 10 + 10 x 0.5 x 8 / 4
+    assert "cpu-2core" in line and "costs.json" in line and "the other 1" in line
+    none = estimate_line("transfer", plan, [8, 8], 11, path=costs, platform="gpu")
+    assert "no pace is recorded" in none
+    assert transfer.main(ISSUE47_TRANSFER + ["--results-dir", str(tmp_path / "r"),
+                                             "--dry-run"]) == 0
+    assert "# estimate: " in capsys.readouterr().out
+
+
+def test_from_graphs_takes_no_node_features_and_refuses_no_graphs():
+    import networkx as nx
+
+    data = GraphDataset.from_graphs([nx.path_graph(3), nx.cycle_graph(4)], node_features=None)
+    assert data.nodes.shape == (7, 1) and np.all(data.nodes == 1)
+    with pytest.raises(ValueError, match="from_graphs got no graphs"):
+        GraphDataset.from_graphs([])
+
+
+def test_graphprop_notes_say_the_batch_size_used():
+    from swan_jax.experiments import graphprop
+
+    cfg = graphprop.EXPERIMENT.default_config(per_size=(1, 1, 1), node_counts=tuple(
+        range(25, 33)))
+    [note] = graphprop.EXPERIMENT.notes(cfg)
+    assert "batch size 8 for every setting (batch_size 512 capped" in note
+
+
+def test_a_failed_save_leaves_no_orbax_thread_to_log_at_exit(caplog):
+    """A full disk fails the save while orbax's writer threads still wait; they are
+    joined, quietly, before the line is raised (was: 34 lines at interpreter exit)."""
+    from swan_jax.runs import checkpoint
+
+    release = threading.Event()
+
+    class Writer(threading.Thread):  # stands for orbax's `_SignalingThread`
+        def run(self):
+            release.wait(5)
+            logging.getLogger("absl").error("cannot schedule new futures")
+
+        def join(self, timeout=None):
+            super().join(timeout)
+            raise RuntimeError("the thread's own failure, re-raised")
+
+    Writer.__module__ = "orbax.checkpoint.fake"
+    writer = Writer()
+    writer.start()
+    threading.Timer(0.1, release.set).start()
+    with caplog.at_level(logging.ERROR, logger="absl"):
+        checkpoint._settle_background(timeout=5)
+    assert not writer.is_alive() and "cannot schedule" not in caplog.text
+
+
+def test_swan_predict_checks_data_and_out_before_any_compute(tmp_path, capsys, monkeypatch):
+    from swan_jax.experiments import predict
+
+    monkeypatch.setattr(predict, "predict_run", lambda *a, **k: pytest.fail("computed"))
+    script = tmp_path / "byod.py"
+    script.write_text("graphs = []\n")
+    assert predict.main([str(tmp_path), "--data", str(script), "--out",
+                         str(tmp_path / "p.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "not a GraphDataset file" in err and ".npz archive GraphDataset.save writes" in err
+    assert "pickle" not in err
+    data = tmp_path / "g.npz"
+    GraphDataset.from_graphs([{"nodes": np.ones((2, 1), np.float32), "senders": [0],
+                               "receivers": [1]}]).save(data)
+    (tmp_path / "file").write_text("")
+    cases = {str(tmp_path / "file" / "p.npz"): "is a file, not a folder; choose another --out",
+             str(tmp_path): "is a folder; give a file path"}
+    for out, words in cases.items():
+        assert predict.main([str(tmp_path), "--data", str(data), "--out", out]) == 1
+        assert words in capsys.readouterr().err
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # a read-only folder (as root)
+    assert predict.main([str(tmp_path), "--data", str(data), "--out",
+                         str(tmp_path / "ro" / "p.npz")]) == 1
+    assert "is not writable; choose another --out" in capsys.readouterr().err

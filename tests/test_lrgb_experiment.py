@@ -89,7 +89,9 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
         lrgb.main(["--all", "--resume", *common])
     message = str(refused.value)
     assert message.startswith("missing data, nothing was trained:")
-    assert "peptides-struct / swan-learn: not run: data unavailable (missing raw file" in message
+    assert ("peptides-struct / swan-learn: not run: data unavailable (peptides-struct: 2 raw "
+            "file(s) missing") in message
+    assert "\nhow to get them:\n  peptides-struct: " in message  # the details, once
     assert "pascalvoc-sp / swan-learn: " in message
     assert "--skip-missing" in message
     # --skip-missing opts into the partial run: done cells skipped, nothing retrains,
@@ -99,7 +101,9 @@ def test_end_to_end_results_table_and_resume(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("already in") == 1
     assert ("PARTIAL RUN (--skip-missing): 2 data set(s) missing:\n  peptides-struct / "
-            "swan-learn: not run: data unavailable (missing") in out
+            "swan-learn: not run: data unavailable (peptides-struct: 2 raw file(s) "
+            "missing") in out
+    assert out.count("how to get them:") == 1  # the long part once, before the work
     assert "pascalvoc-sp" in out.split("PARTIAL RUN")[1]
     assert len(json.loads((tmp_path / "res/results.json").read_text())["records"]) == 1
     assert "- pascalvoc-sp / swan-learn: not run: data unavailable" in (

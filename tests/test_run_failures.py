@@ -262,7 +262,9 @@ def test_the_data_folder_is_only_read_even_when_a_download_fails(name, tmp_path,
         assert message.startswith("missing data, nothing was trained:")
         for cell in (["peptides-struct / swan:", "pascalvoc-sp / swan:"] if name == "lrgb"
                      else ["tolokers / swan / 0:"]):
-            assert f"\n  {cell} not run: data unavailable (missing raw file(s)" in message
+            # one short line per data set (issue 47), how to get the files once below
+            assert f"\n  {cell} not run: data unavailable ({cell.split(' /')[0]}: " in message
+        assert "\nhow to get them:\n  " in message
         assert ("download failed" in message or "could not download" in message) \
             and "network disabled in tests" in message
         assert message.endswith("get the files above, or pass --skip-missing (make: leave "

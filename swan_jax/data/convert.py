@@ -32,13 +32,15 @@ class Attributes:
     """Which networkx attributes hold what (None: not read).
 
     Attributes:
-      node_features: node attribute with the features (a number or a vector per node).
+      node_features: node attribute with the features (a number or a vector per node);
+        None: the graphs have no node features, every node gets the constant feature 1
+        (one column), so that only the structure informs the model.
       edge_features: edge attribute with the edge features.
       node_target: node attribute with the node-level target.
       graph_target: key of `G.graph` with the graph-level target.
     """
 
-    node_features: str = "x"
+    node_features: str | None = "x"
     edge_features: str | None = None
     node_target: str | None = None
     graph_target: str | None = None
@@ -72,8 +74,11 @@ def _attribute(items: Iterable[tuple[Any, Mapping]], key: str, what: str, index:
 def from_networkx(graph, index: int, attrs: Attributes) -> dict[str, np.ndarray | None]:
     """One networkx graph as a per-graph dict (see the module docstring)."""
     order = {node: i for i, node in enumerate(graph.nodes)}
-    nodes = (_attribute(graph.nodes(data=True), attrs.node_features, "node", index,
-                        "node_features") if order else np.zeros((0, 1), np.float32))
+    if attrs.node_features is None or not order:  # no features: the constant 1 column
+        nodes = np.ones((len(order), 1), np.float32)
+    else:
+        nodes = _attribute(graph.nodes(data=True), attrs.node_features, "node", index,
+                           "node_features")
     edges = list(graph.edges(data=True))
     if not graph.is_directed():  # both directions; a self-loop stays one edge
         edges = [e for u, v, d in edges

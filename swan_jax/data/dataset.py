@@ -294,7 +294,7 @@ class GraphDataset:
         return {name: self.subset(np.sort(p)) for name, p in zip(names, parts, strict=True)}
 
     @classmethod
-    def from_graphs(cls, graphs: Iterable[Any], *, node_features: str = "x",
+    def from_graphs(cls, graphs: Iterable[Any], *, node_features: str | None = "x",
                     edge_features: str | None = None, node_target: str | None = None,
                     graph_target: str | None = None, node_targets: Sequence | None = None,
                     graph_targets: Any = None, meta: dict[str, str] | None = None,
@@ -307,7 +307,9 @@ class GraphDataset:
             `receivers` and optionally `edges`, `node_targets`, `graph_targets` -- mixed
             freely.
           node_features, edge_features, node_target, graph_target: networkx only: the
-            node / edge attributes and the `G.graph` key that hold those (None: not read).
+            node / edge attributes and the `G.graph` key that hold those (None: not read;
+            `node_features=None`: graphs without node features, each node then gets the
+            constant feature 1, one column `[n, 1]`).
           node_targets: `[n_g, T]` per graph, overriding what the graphs carry.
           graph_targets: `[G, T]` (or `[G]`), overriding what the graphs carry.
           meta: short strings saying what produced the data (kept in caches).
@@ -319,6 +321,8 @@ class GraphDataset:
 
         parts = per_graph(graphs, Attributes(node_features, edge_features, node_target,
                                              graph_target))
+        if not parts:  # refused here, not at the first batch that finds nothing
+            raise ValueError("from_graphs got no graphs: give at least one graph")
         if node_targets is not None:
             if len(node_targets) != len(parts):
                 raise ValueError(f"node_targets has {len(node_targets)} entries for "
@@ -367,9 +371,16 @@ class GraphDataset:
         Unlike `load` (a cache: None when stale or unreadable), this raises: FileNotFoundError,
         or ValueError in one line naming the file and what is wrong with it.
         """
+        import zipfile
+
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist (write one with GraphDataset.save)")
+        if not zipfile.is_zipfile(path):  # a script, a pickle, a CSV: say what is read
+            raise ValueError(f"{path} is not a GraphDataset file: the graphs are read from "
+                             f"the .npz archive GraphDataset.save writes (e.g. "
+                             f"GraphDataset.from_graphs(graphs).save('graphs.npz')), not "
+                             f"from a {path.suffix or 'suffix-less'} file")
         try:
             with np.load(path, allow_pickle=False) as f:
                 if "nodes" not in f or "n_node" not in f:

@@ -134,11 +134,15 @@ class MissingFile:
         return self.url is not None and self.download_to is not None
 
     def how_to_get(self) -> str:
-        """One place to put it: the first place looked in (the data folder)."""
+        """One place to put it: the first place looked in (the data folder); after a
+        failed download, the place the download was to write (the "Downloading URL ->
+        PATH" line named it: one folder in both lines)."""
         md5 = f" (md5 {self.md5})" if self.md5 else ""
         if self.url is None:
             return f"put it at {self.looked_in[0]}"
-        return f"download {self.url}{md5} and put it at {self.looked_in[0]}"
+        tried = self.download_to is not None and self.reason.startswith("download failed")
+        place = self.download_to if tried else self.looked_in[0]
+        return f"download {self.url}{md5} and put it at {place}"
 
     def __str__(self) -> str:
         # Short: what, why, and one place; every place looked in is `looked_in`.
@@ -159,3 +163,30 @@ class MissingDataError(DataError, FileNotFoundError):
                          path=missing[0].looked_in[0] if missing else None,
                          hint=DOWNLOADS_OFF if off else None)
         self.missing = list(missing)
+
+
+class MissingReport(str):
+    """Why a cell's data is missing, as experiments' `missing_data` return it: the full
+    text (the str itself: every file, why, and how to get it), a `short` line (per data
+    set: how many files and why, the reason cut at its first parenthesis when long) and
+    `details` (per file: how to get it), so that a sweep prints one short line per data
+    set and the details once."""
+
+    short: str
+    details: tuple[str, ...]
+
+
+def missing_report(missing: list[MissingFile]) -> MissingReport:
+    """The `MissingReport` of some missing raw files."""
+    report = MissingReport("missing raw file(s): " + "; ".join(str(m) for m in missing))
+    by_dataset: dict[str, list[MissingFile]] = {}
+    for m in missing:
+        by_dataset.setdefault(m.dataset, []).append(m)
+    parts = []
+    for dataset, files in by_dataset.items():
+        reason = files[0].reason
+        reason = reason.split(" (")[0] if len(reason) > 60 else reason
+        parts.append(f"{dataset}: {len(files)} raw file(s) missing, {reason}")
+    report.short = "; ".join(parts)
+    report.details = tuple(f"{m.dataset}: {m.file}: {m.how_to_get()}" for m in missing)
+    return report

@@ -221,6 +221,7 @@ def run_sweep(exp, cfg, opts: SlurmOptions) -> int:
     with lock_outputs(cfg):  # the cells' jobs lock their own folders inside this one
         results = ResultsFile(Path(cfg.results_dir) / "results.json",
                               overwrite=cfg.overwrite, resume=cfg.resume)
+        sweep.check_resume(cfg, results)  # other settings would replace its cells
         cells, skipped = sweep.available_cells(exp, cfg, exp.cells(cfg))
         todo = [c for c in cells if not all(results.done(sweep.done_key(cfg, p))
                                             for p in exp.plan(cfg, [c]))]

@@ -43,7 +43,12 @@ from swan_jax.runs.checkpoint import CheckpointError
 from swan_jax.runs.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import HintedError, SettingError
 from swan_jax.solvers import SolverError, SolverTooLarge, clear_errors
-from swan_jax.train import CheckpointConflict, StepTooLarge, TrainingInterrupted
+from swan_jax.train import (
+    CheckpointConflict,
+    ShapeMismatch,
+    StepTooLarge,
+    TrainingInterrupted,
+)
 
 EXIT_DIVERGED = 3  # the sweep finished, but a reported result comes from diverged runs
 
@@ -249,7 +254,7 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
             CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
-            RunsDoNotDivide, RunBlockDoesNotDivide) as err:
+            RunsDoNotDivide, RunBlockDoesNotDivide, ShapeMismatch) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None
@@ -290,12 +295,28 @@ def _on_slurm(exp: Experiment, cfg: SweepConfig, slurm: cluster.SlurmOptions) ->
 
 
 def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
-    """The resolved configuration and the programs it plans; nothing loaded or written."""
+    """The resolved configuration, the programs it plans and their time estimate where
+    paces are recorded (`estimate`); every refusal a run makes before loading data
+    (`sweep.preflight`: output folders, the results file and --resume's settings,
+    checkpoints, an implicit solver's batch size) is made here too, as the run makes it.
+    Nothing is loaded, trained or written."""
+    from swan_jax.experiments.estimate import estimate_line
+    from swan_jax.experiments.records import ResultsFile
+    from swan_jax.experiments.sweep import check_outputs, preflight
+
+    try:  # refused: the one line alone, no configuration printed above it
+        check_outputs(cfg)
+        results = ResultsFile(Path(cfg.results_dir) / "results.json",
+                              overwrite=cfg.overwrite, resume=cfg.resume)
+        preflight(exp, cfg, results)
+    except (FileExistsError, SweepRefused, OutputPathError, SolverTooLarge) as err:
+        raise SystemExit(error_message(exp, err)) from None
     print(dump_toml(cfg, exp.name), end="")
     programs = exp.plan(cfg)
-    runs = sum(len(p.grid) for p in programs) * len(cfg.seeds)
-    print(f"# plan: {len(programs)} program(s), {runs} run(s) of up to {cfg.epochs} "
+    runs = [len(p.grid) * len(cfg.seeds) for p in programs]
+    print(f"# plan: {len(programs)} program(s), {sum(runs)} run(s) of up to {cfg.epochs} "
           f"epoch(s); nothing was run (--dry-run)")
+    print(estimate_line(exp.name, programs, runs, cfg.epochs))
     return 0
 
 

@@ -390,3 +390,48 @@ def dump_toml(cfg: SweepConfig, experiment: str) -> str:
 
 def _toml_key(key: str) -> str:
     return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(key)
+
+
+# What may differ between a saved run and its `--resume`: the epoch count (resume extends
+# a program), and every setting that is not "train" (where things go, how they run,
+# which cells: a program's numbers do not follow them).
+RESUME_MAY_CHANGE = ("epochs",)
+
+
+def _json_ready(value: Any) -> Any:
+    """A value as it reads back from results.json (tuples as lists, paths as strings)."""
+    import json
+
+    return json.loads(json.dumps(_plain(value), default=str))
+
+
+def changed_settings(cfg: SweepConfig, saved: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """`(setting, saved value, value now)` of every setting that decides the numbers and
+    differs from `saved` (the `config` a results.json holds: `to_dict` of its run).
+
+    Compared: the grid axis by axis (an axis only one side has: None on the other), and
+    every "train" setting but `epochs`; a setting the saved run predates compares with
+    its default."""
+    out: list[tuple[str, Any, Any]] = []
+    old_grid = _json_ready(saved.get("grid") or {})
+    new_grid = _json_ready(cfg.grid)
+    for axis in [*old_grid, *(a for a in new_grid if a not in old_grid)]:
+        if old_grid.get(axis) != new_grid.get(axis):
+            out.append((axis, old_grid.get(axis), new_grid.get(axis)))
+    for name, entry in schema(type(cfg)).items():
+        if entry.spec.role != "train" or name in RESUME_MAY_CHANGE or name == "grid":
+            continue
+        now = _json_ready(getattr(cfg, name))
+        before = saved.get(name, _json_ready(entry.default))
+        if before != now:
+            out.append((name, before, now))
+    return out
+
+
+def shown_value(value: Any) -> str:
+    """A setting's value as a command line writes it: lists comma-separated, None "none"."""
+    if value is None:
+        return NONE
+    if isinstance(value, list | tuple):
+        return ",".join(shown_value(v) for v in value)
+    return str(value)

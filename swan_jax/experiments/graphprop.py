@@ -202,8 +202,16 @@ class GraphProp(Experiment[GraphPropConfig]):
         return axes
 
     def notes(self, cfg: GraphPropConfig) -> list[str]:
+        """The label settings and the batch size the runs used: `batch_size`, or the
+        training graphs where there are fewer (train caps it there)."""
+        sizes = cfg.loader_sizes()
+        nodes, per_size = graphprop._resolve(sizes.get("nodes"), sizes.get("per_size"))
+        train = len(nodes["train"]) * per_size["train"]
+        used = min(cfg.batch_size, train)
+        capped = (f" (batch_size {cfg.batch_size} capped at the {train} training graphs)"
+                  if used < cfg.batch_size else "")
         return [f"label settings {', '.join(cfg.labels)} (swan_jax.data.graphprop); batch "
-                f"size {cfg.batch_size} for every setting"]
+                f"size {used} for every setting{capped}"]
 
     def extra_results(self, cfg: GraphPropConfig) -> dict[str, Any]:
         """`constant_predictor`: the best constant's log10 MSE per (task, label setting),
@@ -272,6 +280,17 @@ class GraphProp(Experiment[GraphPropConfig]):
                          PropReadout(level, cfg.final_leaky_relu))
 
         return model_fn
+
+    def ode_batch(self, cfg: GraphPropConfig, cell, static):
+        """The batch a SWAN / ADGN block integrates: graphs of up to the largest node count
+        of any split (evaluation batches too), `hidden` channels."""
+        if cell["model"] in BASELINES or cell["model"] in GRAPHCON:
+            return None
+        sizes = cfg.loader_sizes()
+        nodes, per_size = graphprop._resolve(sizes.get("nodes"), sizes.get("per_size"))
+        train = len(nodes["train"]) * per_size["train"]
+        largest = max(max(counts) for counts in nodes.values())
+        return min(cfg.batch_size, train), largest, int(static["hidden"])
 
     def paper(self, cell):
         if cell["labels"] != "paper" or cell["model"] not in PAPER:

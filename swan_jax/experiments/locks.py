@@ -56,8 +56,11 @@ def folder_lock(folder: str | Path, *, flag: str) -> Iterator[Path]:
     path = folder / LOCK_NAME
     fd = _acquire(path, flag, created)
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, (holder_line() + "\n").encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, (holder_line() + "\n").encode())
+        except OSError as err:  # a full disk: name the file, as every other write does
+            raise OSError(err.errno, err.strerror, str(path)) from None
         yield folder
     finally:
         with contextlib.suppress(OSError):

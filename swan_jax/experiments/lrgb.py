@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from swan_jax.config import TRACED_FIELDS, VARIANTS
+from swan_jax.data.errors import missing_report
 from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
 from swan_jax.experiments import command
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, io, load_toml, select
@@ -128,7 +129,7 @@ class LRGB(Experiment[LRGBConfig]):
                                         download=cfg.download, verify_md5=cfg.verify_md5)
         if not missing:
             return None
-        return "missing raw file(s): " + "; ".join(str(m) for m in missing)
+        return missing_report(missing)  # the full text; `short` and `details` for a sweep
 
     def load_data(self, cfg: LRGBConfig, cell):
         from swan_jax.data import lrgb as data

@@ -33,6 +33,7 @@ import numpy as np
 
 from swan_jax.config import TRACED_FIELDS
 from swan_jax.data import node_classification as nc
+from swan_jax.data.errors import missing_report
 from swan_jax.data.positional import with_positional_encodings
 from swan_jax.experiments import command, report
 from swan_jax.experiments.config import SweepConfig, io, select
@@ -152,7 +153,7 @@ class NodeClassification(Experiment[NodeConfig]):
                 [cell["dataset"]], cfg.data_dir, cfg.download_dir, download=cfg.download,
                 verify_md5=cfg.verify_md5)
         missing = self._loaded[key]
-        return "missing raw file(s): " + "; ".join(map(str, missing)) if missing else None
+        return missing_report(missing) if missing else None
 
     def data(self, cfg: NodeConfig, dataset: str) -> nc.NodeClassificationData:
         """The data set's graph and masks, read once per experiment object."""

@@ -14,6 +14,7 @@ and `run`. The Python function behind it is `predict_run`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from swan_jax.data.dataset import GraphDataset
 from swan_jax.experiments.runs import OpenedRun, open_run
 from swan_jax.runs.export import SPEC_FILE, load_model
 from swan_jax.runs.inference import predict
+from swan_jax.runs.io import failure_reason
 from swan_jax.train import RUN_FILE
 
 
@@ -63,11 +65,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def out_problem(out: Path, overwrite: bool) -> str | None:
+    """Why `--out` cannot be written (checked before any compute), else None."""
+    from swan_jax.runs.io import OutputPathError, check_output_dir
+
+    if out.is_dir():
+        return f"--out {out} is a folder; give a file path (e.g. {out / 'predictions.npz'})"
+    if out.exists() and not overwrite:
+        return f"{out} exists; pass --overwrite to replace it"
+    if out.exists() and not os.access(out, os.W_OK):
+        return f"--out {out} is not writable; choose another path"
+    try:
+        check_output_dir(out.parent, "--out's folder")
+    except OutputPathError as err:
+        return str(err).replace("choose another path", "choose another --out")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.out.exists() and not args.overwrite:
-        print(f"swan-predict: {args.out} exists; pass --overwrite to replace it",
-              file=sys.stderr)
+    problem = out_problem(args.out, args.overwrite)
+    if problem is not None:
+        print(f"swan-predict: {problem}", file=sys.stderr)
         return 1
     try:
         data = GraphDataset.read(args.data)
@@ -80,9 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, IndexError) as err:
         print(f"swan-predict: {err}", file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(args.out, predictions=predictions, n_node=data.n_node,
-             level=np.asarray(opened.task_level), run=np.asarray(opened.source.get("run", -1)))
+    try:  # checked above; a disk that fills meanwhile is still one line
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(args.out, predictions=predictions, n_node=data.n_node,
+                 level=np.asarray(opened.task_level),
+                 run=np.asarray(opened.source.get("run", -1)))
+    except OSError as err:
+        print(f"swan-predict: cannot write --out {args.out} ({failure_reason(err)})",
+              file=sys.stderr)
+        return 1
     print(f"swan-predict: {predictions.shape[0]} {opened.task_level} prediction(s) of run "
           f"{opened.source.get('run', '-')} -> {args.out}")
     return 0

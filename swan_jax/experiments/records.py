@@ -72,6 +72,8 @@ class ResultsFile:
     def __init__(self, path: Path, *, overwrite: bool = False, resume: bool = False):
         self.path = Path(path)
         self.records: list[dict[str, Any]] = []
+        # the resolved configuration the file's last writer ran (`config`), when it says
+        self.saved_config: dict[str, Any] | None = None
         if self.path.exists():
             if resume:
                 self.records = self._records()
@@ -85,7 +87,10 @@ class ResultsFile:
         file (truncated, edited, another program's): `FileExistsError`, as for a file
         that is there without --resume."""
         try:
-            records = json.loads(self.path.read_text())["records"]
+            saved = json.loads(self.path.read_text())
+            records = saved["records"]
+            config = saved.get("config")
+            self.saved_config = config if isinstance(config, dict) else None
             if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
                 raise ValueError("its records are not a list of objects")
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:

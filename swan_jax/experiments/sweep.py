@@ -35,14 +35,23 @@ import numpy as np
 
 from swan_jax.config import SWANConfig, concrete_hparams
 from swan_jax.experiments import hosts, packing, report
-from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, dump_toml, load_toml, to_dict
+from swan_jax.experiments.config import (
+    CONFIG_DIR,
+    SweepConfig,
+    changed_settings,
+    dump_toml,
+    load_toml,
+    shown_value,
+    to_dict,
+)
 from swan_jax.experiments.locks import lock_outputs
 from swan_jax.experiments.packing import digest
 from swan_jax.experiments.records import ResultsFile, machine_info, summarise_runs
 from swan_jax.models import SWANBlock, parameters_only
 from swan_jax.pytrees import tree_size
 from swan_jax.runs.io import check_output_dir, save_json_atomic, write_text_atomic
-from swan_jax.settings import coded_choices
+from swan_jax.settings import HINT, Hint, HintedError, coded_choices
+from swan_jax.solvers import IMPLICIT_SOLVERS, check_implicit_plan
 from swan_jax.train import (
     ModelFn,
     NodeSplit,
@@ -131,6 +140,13 @@ class Experiment(Generic[ConfigT]):
         return None
 
     def paper(self, cell: Cell) -> tuple[float, float | None] | None:
+        return None
+
+    def ode_batch(self, cfg: ConfigT, cell: Cell, static: Mapping[str, Any]
+                  ) -> tuple[int, int, int] | None:
+        """`(graphs per training batch, nodes of the largest graph, ODE state width)` of a
+        program whose model integrates `cfg.solver`, known without loading data (None:
+        unknown, or no ODE block): what `check_solver_plan` sizes an implicit solver by."""
         return None
 
     def scale(self, cell: Mapping[str, Any]) -> float:
@@ -298,6 +314,56 @@ def check_outputs(cfg: SweepConfig) -> None:
     check_output_dir(cache, "--cache-dir")
 
 
+class ResumeSettingsDiffer(HintedError, SweepRefused):
+    """`resume` with settings that decide the numbers and differ from the results file's
+    run: it would train other programs and replace the file's cells. Its hints name each
+    differing setting (saved -> now), `resume`, `overwrite` and `results_dir`."""
+
+
+def check_resume(cfg: SweepConfig, results: ResultsFile) -> None:
+    """Refuse `resume` over a results file written with other settings (`epochs` and
+    the settings of where and how to run may differ: `config.changed_settings`)."""
+    if not cfg.resume or not results.saved_config:
+        return
+    changed = changed_settings(cfg, results.saved_config)
+    if not changed:
+        return
+    hints = [Hint(name, None, f"{{switch}} {shown_value(old)} -> {shown_value(new)}")
+             for name, old, new in changed]
+    raise ResumeSettingsDiffer(
+        f"{results.path} holds the results of other settings ({', '.join([HINT] * len(hints))}"
+        f"): {HINT} would train new programs and replace its cells; run without it and "
+        f"with {HINT} to start again with these settings, or give another {HINT} to keep "
+        f"both", *hints, Hint("resume", True), Hint("overwrite", True),
+        Hint("results_dir", None))
+
+
+def check_solver_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program]
+                      ) -> None:
+    """An implicit solver refused before any data is loaded where an experiment knows
+    its batches' size (`Experiment.ode_batch`), naming the batch size that fits."""
+    if cfg.solver not in IMPLICIT_SOLVERS:
+        return
+    for program in programs:
+        shape = exp.ode_batch(cfg, program.cell, program.static)
+        if shape is not None:
+            graphs, largest, width = shape
+            check_implicit_plan(cfg.solver, batch_size=graphs, largest_graph=largest,
+                                width=width, what=program.name)
+
+
+def preflight(exp: Experiment, cfg: SweepConfig, results: ResultsFile) -> list[Cell]:
+    """What a sweep refuses before it loads any data (a run and `--dry-run` alike): a
+    resume with other settings, checkpoints without --resume / --overwrite, an implicit
+    solver too large for its batches. Returns the cells."""
+    check_resume(cfg, results)
+    cells = exp.cells(cfg)
+    programs = exp.plan(cfg, cells)
+    check_folders(cfg, programs, results)
+    check_solver_plan(exp, cfg, programs)
+    return cells
+
+
 def check_folders(cfg: SweepConfig, programs: Sequence[Program], results: ResultsFile
                   ) -> None:
     """A program folder with checkpoints needs --resume (continue) or --overwrite."""
@@ -326,17 +392,34 @@ def available_cells(exp: Experiment, cfg: SweepConfig, cells: Sequence[Cell]
         reason = missing[exp.data_key(cfg, cell)]
         if reason:
             gone.setdefault(reason, []).append(" / ".join(map(str, cell.values())))
-    lines = [f"{', '.join(names)}: {NOT_RUN} ({reason})" for reason, names in gone.items()]
+    lines = [_not_run_line(names, reason) for reason, names in gone.items()]
     left = [c for c in cells if not missing[exp.data_key(cfg, c)]]
+    get = how_to_get(lines)
     if lines and not cfg.skip_missing:
         raise DataUnavailable(
-            "missing data, nothing was trained:\n  " + "\n  ".join(lines)
+            "missing data, nothing was trained:\n  " + "\n  ".join(lines) + get
             + "\nget the files above, or pass --skip-missing (make: leave out STRICT=1) to "
               "run only the cells whose data is present", lines)
     if lines and not left:
         raise DataUnavailable("no cell has its data, nothing was trained:\n  "
-                              + "\n  ".join(lines) + "\nget the files above", lines)
+                              + "\n  ".join(lines) + get + "\nget the files above", lines)
     return left, lines
+
+
+def _not_run_line(names: Sequence[str], reason: str) -> str:
+    """One short line per missing data set (a `MissingReport`'s `short`), carrying the
+    report's `details` (how to get each file) for `how_to_get`."""
+    from swan_jax.data.errors import MissingReport
+
+    line = MissingReport(f"{', '.join(names)}: {NOT_RUN} ({getattr(reason, 'short', reason)})")
+    line.short, line.details = str(line), tuple(getattr(reason, "details", ()))
+    return line
+
+
+def how_to_get(lines: Sequence[str]) -> str:
+    """The details of `available_cells`' lines, once: how to get each missing file."""
+    details = list(dict.fromkeys(d for line in lines for d in getattr(line, "details", ())))
+    return "\nhow to get them:\n  " + "\n  ".join(details) if details else ""
 
 
 def print_plan(exp: Experiment, cfg: SweepConfig, programs: Sequence[Program],
@@ -631,11 +714,12 @@ def run_sweep(exp: Experiment, cfg: SweepConfig) -> SweepResult:
 def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     results = ResultsFile(Path(cfg.results_dir) / "results.json", overwrite=cfg.overwrite,
                           resume=cfg.resume)
-    cells = exp.cells(cfg)
-    check_folders(cfg, exp.plan(cfg, cells), results)
+    cells = preflight(exp, cfg, results)
     cells, skipped = available_cells(exp, cfg, cells)
-    for line in skipped:  # said before the work, and again at the end
+    for line in skipped:  # said before the work (short), and again at the end
         print(line, flush=True)
+    if skipped and how_to_get(skipped):  # the long part once
+        print(how_to_get(skipped).lstrip("\n"), flush=True)
     data = _DataCache(exp, cfg)
     programs = exp.packed_plan(cfg, cells, data.get)
     if cfg.program_memory_gib is not None:  # the cut's own folders (the first check: uncut)

@@ -220,6 +220,14 @@ class Transfer(Experiment[TransferConfig]):
                       NodeReadout((1,), weight_init=cfg.init))
         return lambda hp: model
 
+    def ode_batch(self, cfg: TransferConfig, cell, static):
+        """The batch an ODE block integrates: every graph of a cell has the same nodes."""
+        if cell["model"] in BASELINES or cell["model"] == GPS:
+            return None
+        nodes = transfer_graph(cell["topology"], hops(cell["topology"], cell["distance"],
+                                                      cfg.data_variant)).number_of_nodes()
+        return min(cfg.batch_size, cfg.sizes[0]), nodes, cfg.hidden
+
     def paper(self, cell):
         """The authors' Figure 3 value (mean, std or None) of the cell, if they plot it."""
         value = authors_figure3()["values"].get(cell["topology"], {}).get(

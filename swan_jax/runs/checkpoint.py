@@ -85,6 +85,7 @@ class CheckpointStore:
                     state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
                 self._manager.wait_until_finished()
         except Exception as err:  # noqa: BLE001 - orbax wraps OS errors in ValueError
+            _settle_background()
             self._discard_partial(epoch)
             with _quiet_orbax():  # orbax >= 0.11 warns that `read` is deprecated
                 kept = [e for e in self._manager.all_steps(read=True) if e != epoch]
@@ -122,6 +123,34 @@ class CheckpointStore:
     def close(self) -> None:
         with _quiet_orbax(), contextlib.suppress(Exception):  # after a failed save too
             self._manager.close()
+        _settle_background()
+
+
+# How long a failed save's orbax threads get to end (they end as soon as the writes they
+# wait for have failed: well under a second on a full disk).
+SETTLE_SECONDS = 30.0
+
+
+def _settle_background(timeout: float = SETTLE_SECONDS) -> None:
+    """Wait, quietly, for orbax's writer threads of a failed save to end.
+
+    A save that fails (a full disk) raises in the main thread while orbax's background
+    threads (`write_metadata_after_commits`, the array writers) still wait on the failed
+    writes; left running, they log their failure after `_quiet_orbax` has ended, or at
+    the interpreter's exit ("cannot schedule new futures after interpreter shutdown",
+    34 lines). Joined here, inside `_quiet_orbax`, they end before the error is raised."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    with _quiet_orbax():
+        for thread in threading.enumerate():
+            if thread is threading.current_thread() or not type(thread).__module__.startswith(
+                    "orbax"):
+                continue
+            # orbax's threads re-raise their own failure from `join`: it is the save's
+            with contextlib.suppress(Exception):
+                thread.join(max(deadline - time.monotonic(), 0.0))
 
 
 @contextlib.contextmanager

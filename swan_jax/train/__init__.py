@@ -68,6 +68,7 @@ from swan_jax.train._pipeline import MAX_CHUNK
 from swan_jax.train._progress import duration, interactive
 from swan_jax.train._run_blocks import RunBlockDoesNotDivide, check_blocks, in_blocks
 from swan_jax.train._run_mesh import RunsDoNotDivide, check_divides, writes_files
+from swan_jax.train._shapes import ShapeMismatch
 from swan_jax.train._splits import SPLIT_AXIS, NodeSplit, Split
 from swan_jax.train._state import RunState, init_runs, select_runs
 from swan_jax.train._step import make_train_step
@@ -76,7 +77,7 @@ __all__ = [
     "HISTORY_FILE", "MAX_CHUNK", "METRICS", "MIN_FUSED_EPOCHS", "OPTIMIZERS", "RUN_FILE",
     "SCHEDULES", "SPLIT_AXIS", "TASK_LEVELS",
     "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunBlockDoesNotDivide",
-    "RunState", "RunsDoNotDivide", "Split", "StepTooLarge",
+    "RunState", "RunsDoNotDivide", "ShapeMismatch", "Split", "StepTooLarge",
     "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "can_fuse",
     "check_blocks", "check_divides", "count_params", "duration",
     "free_memory_bytes", "get_metric", "in_blocks", "init_runs", "interactive",

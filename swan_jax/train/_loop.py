@@ -54,6 +54,7 @@ from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
 from swan_jax.train._run_blocks import check_blocks
 from swan_jax.train._run_mesh import RunMesh, to_host
+from swan_jax.train._shapes import check_widths, not_taken
 from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
 from swan_jax.train._state import (
     HOST_FIELDS,
@@ -182,9 +183,13 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
     """Budgets checked on shapes (nothing compiled yet), then every run initialised."""
     cfg, seeds = prog.cfg, [s for _, s in prog.runs]
     read: set[str] = set()  # the grid keys the model reads while it is initialised
+    outputs: list = []  # the model's output shape, from the same trace
     init, init_args = init_program(lambda hp: prog.model_fn(_Reads(hp, read)), cfg,
-                                   prog.example.graph, seeds, prog.hp)
-    shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
+                                   prog.example.graph, seeds, prog.hp, outputs=outputs)
+    with not_taken(prog.example.graph):  # an encoder of another feature width: one line
+        shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
+    target, _ = batch_targets(prog.example, cfg.task_level, split_mask=prog.split_mask)
+    check_widths(cfg.loss, cfg.task_level, outputs[0], tuple(np.shape(target)))
     _check_grid_keys_read(prog, shapes[0], read)
     num_params = tree_size(shapes[0]) // len(seeds)
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:

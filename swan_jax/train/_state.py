@@ -69,14 +69,19 @@ class RunState:
 
 
 def init_program(model_fn: ModelFn, cfg: TrainConfig, graph: jraph.GraphsTuple,
-                 seeds: Sequence[int], hp: Mapping[str, Array]) -> tuple[Callable, tuple]:
+                 seeds: Sequence[int], hp: Mapping[str, Array], *,
+                 outputs: list | None = None) -> tuple[Callable, tuple]:
     """The jitted initialisation of every run and its arguments: `fn(*args)` gives what
     `init_runs` gives. One function object, so that `jax.eval_shape(fn, *args)` before
     the call shares its trace with the call (Flax's `init` traces the whole forward
-    pass, the ODE solve included)."""
+    pass, the ODE solve included). `outputs`: a list the trace appends one run's output
+    shape to (the model's predictions on `graph`; the solve is skipped, its output has
+    its input's shape), for the checks before compiling (`_shapes`)."""
     def init_one(key, h):
         with parameters_only():  # the init's output is unused: no ODE solve is traced
-            params = model_fn(h).init(key, graph)
+            out, params = model_fn(h).init_with_output(key, graph)
+        if outputs is not None:  # static shapes, recorded while tracing
+            outputs.append(tuple(out.shape) if hasattr(out, "shape") else type(out))
         return params, make_tx(cfg, h).init(params)
 
     keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
