@@ -114,6 +114,16 @@ def test_a_former_bundle_is_restored_as_a_run_folder_the_experiment_resumes(tmp_
     assert epochs == sum(p["epoch"] for p in meta["programs"]) > 0
     assert all(json.loads((tmp_path / "run" / p["folder"] / "run.json").read_text())
                for p in meta["programs"])
+    # `convert`: the same, carried in the new form, the former bundle removed
+    opts = setup(tmp_path, "tree")
+    (opts.reproductions / "campaign" / "plan.toml").write_text(
+        '[[cell]]\nid = "graphprop/sssp/gcn"\nexperiment = "graphprop"\npriority = 1\n')
+    (opts.reproductions / "campaign" / "bundles").mkdir()
+    shutil.copy(bundle, opts.reproductions / "campaign" / "bundles")
+    assert main(["convert", "--plan", str(opts.plan), "--reproductions",
+                 str(opts.reproductions), "--work", str(opts.work)]) == 0
+    assert carry.progress_of(opts.carried, "graphprop__sssp__gcn") == (programs, epochs)
+    assert not list((opts.reproductions / "campaign" / "bundles").glob("*"))
 
 
 # ====================================================================== the loop

@@ -73,13 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def convert(opts: Options) -> list[str]:
-    """Every former bundle restored and carried in the new form, then removed."""
+    """Every former bundle carried in the new form (restored into its run folder, unless
+    this machine has that run folder already: the former campaign trained it here), then
+    removed."""
     lines = []
     for cell in load_cells(opts.plan):
         old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
         if old:
             run = opts.work / cell.slug
-            legacy.restore(old[0], run)
+            if not any(run.rglob("run.json")) and not (run / "results.json").exists():
+                legacy.restore(old[0], run)  # else the run folder here is as new or newer
             written = carry.pack(run, opts.carried, cell.slug)
             for path in old:
                 path.unlink()
