@@ -170,14 +170,18 @@ def run_campaign(opts: Options) -> list[str]:
     lines: list[str] = []
 
     def say(*new: str) -> None:
-        print("\n".join(new), flush=True)
-        lines.extend(new)
+        if new:
+            print("\n".join(new), flush=True)
+            lines.extend(new)
 
     cells = chosen(opts)
     say(f"campaign: {len(cells)} cell(s) to run on {opts.device_kind}"
         + (f" until {time.strftime('%H:%M:%S', time.localtime(opts.until))}"
            if opts.until != float("inf") else ""))
     if opts.slurm is not None:
+        say(*[f"{c.id}: a measurement times this machine, not a SLURM job: left out"
+              for c in cells if c.measurement])
+        cells = [c for c in cells if not c.measurement]
         runs = [prepare(c, opts) for c in cells]
         procs = [subprocess.Popen(command(c, r, opts.reproductions) + slurm_flags(
             opts.slurm, r), env=environment()) for c, r in zip(cells, runs, strict=True)]
