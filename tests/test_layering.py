@@ -58,8 +58,8 @@ REPO = PACKAGE.parent
 # and the tests' helpers.
 REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "experiments", "tests")
 # Where the project's own imports stand at module top (a function-level one hides a tie).
-TOP_LEVEL_IMPORTS = ("reproduce/campaign", "reproduce/runtime.py", "reproduce/jacobian.py",
-                     "reproduce/device.py")
+TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproduce/runtime.py",
+                     "reproduce/jacobian.py", "reproduce/device.py")
 
 
 def _module_name(path: Path) -> str:
