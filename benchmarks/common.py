@@ -140,7 +140,7 @@ def peptide_batch(data: GraphDataset, seed: int = 0):
 
 def on_path(batch, path: str):
     """The batch as the `"gather"` path sees it (prepared) or the `"segment"` one (plain)."""
-    return batch if path == "gather" else batch._replace(graph=sj.plain_graph(batch.graph))
+    return batch if path == "gather" else batch._replace(graph=sj.graph.plain_graph(batch.graph))
 
 
 def padding_record(data: GraphDataset, batch, budget) -> dict[str, Any]:

@@ -28,10 +28,10 @@ from benchmarks.common import (
 def hand_loop(params, graph, x0, cfg):
     """`num_layers` explicit Euler steps `x <- x + eps f(x)` (the paper's layers), with the
     operators built once from `x0` as `solve` does."""
-    ops = sj.build_operators(params, graph, x0, cfg)
+    ops = sj.field.build_operators(params, graph, x0, cfg)
     x = x0
     for layer in range(cfg.num_layers):
-        x = x + cfg.epsilon * sj.field_with_operators(params, graph, x, ops, cfg,
+        x = x + cfg.epsilon * sj.field.field_with_operators(params, graph, x, ops, cfg,
                                                       layer * cfg.epsilon)
     return x
 

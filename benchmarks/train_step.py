@@ -45,7 +45,7 @@ def _profile_fields(cfg):
     eye = jnp.eye(HIDDEN)
 
     def full(p, graph, ops, x):
-        return sj.field_with_operators(p, graph, x, ops, cfg)
+        return sj.field.field_with_operators(p, graph, x, ops, cfg)
 
     def dense_segment(p, graph, ops, x):  # the three products and tanh, as the field has them
         return jnp.tanh(x @ (p["W"] - p["W"].T - 0.1 * eye) + x @ (p["V"] - p["V"].T)
@@ -57,8 +57,8 @@ def _profile_fields(cfg):
         return jnp.tanh(y[:, :HIDDEN] + y[:, HIDDEN:2 * HIDDEN] + y[:, 2 * HIDDEN:] + p["b"])
 
     def aggregation_segment(p, graph, ops, x):
-        return (sj.symmetric_aggregate(graph, ops.w_hat, x)
-                + sj.antisymmetric_aggregate(graph, ops.w_tilde, x))
+        return (sj.graph.symmetric_aggregate(graph, ops.w_hat, x)
+                + sj.graph.antisymmetric_aggregate(graph, ops.w_tilde, x))
 
     def aggregation_gather(p, graph, ops, x):
         return gather.aggregate(graph, (ops.phi, ops.psi), (ops.phi, ops.psi_t), (x, x))
@@ -82,7 +82,7 @@ def field_profile(batch, repeat: int) -> dict[str, dict[str, float]]:
         graph = on_path(batch, path).graph
         for name, field in fields.items():
             def loss(p, x, graph, field=field):
-                ops = sj.build_operators(p, graph, x, cfg)
+                ops = sj.field.build_operators(p, graph, x, cfg)
                 for _ in range(LAYERS):
                     x = x + field(p, graph, ops, x)
                 return jnp.sum(x ** 2)

@@ -10,11 +10,18 @@ Writes into `docs/_build/` (git-ignored; `--out DIR` for another folder):
   interpreter, `notebooks/` as the working folder, `JAX_PLATFORMS=cpu`, no
   `SWAN_CHECKPOINT`, each notebook's own `SIZE = "small"`). The `.ipynb` files are only
   read: their outputs never reach git.
-- `pages/`: README.md and docs/*.md as HTML; `index.html`: links to all of it.
+- `pages/`: README.md and the guide's pages docs/*.md as HTML; `index.html`: links to
+  all of it.
 
 `--only api` (repeatable: `api`, `notebooks`, `index`) builds some parts only; the
-tests build the API reference this way (tests/test_docs.py). Nothing is downloaded, and
+tests build the API reference and the pages this way (tests/test_docs.py).
+`--notebook NAME` (repeatable, e.g. `01_eigenvalues`) executes only those notebooks to
+`notebooks/NAME.html`: the command that runs one notebook. Nothing is downloaded, and
 the pages load nothing from the network.
+
+The kernels talk to this process over IPC (Unix sockets in a temporary folder), not TCP:
+ipykernel warns "Kernel is running over TCP without encryption" on every TCP start, and a
+local run has no use for TCP.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,7 +51,9 @@ API_EXCLUDE = [r"!swan_jax\.gather$"]
 # NamedTuple / dataclass constructors; it shows them as written and warns once per class.
 PDOC_QUIET = ["-W", "ignore:Error parsing type annotation"]
 CELL_TIMEOUT_S = 600  # a hang guard per cell (the tests use 60 s, on an unloaded CPU)
-PAGES = [ROOT / "README.md", ROOT / "docs" / "conventions.md", ROOT / "docs" / "architecture.md"]
+# README.md first, then the guide's contents page, then every other page of docs/.
+PAGES = [ROOT / "README.md", ROOT / "docs" / "guide.md",
+         *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "guide.md")]
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 58rem; margin: 2rem auto;
@@ -73,11 +83,43 @@ def build_api(out: Path) -> Path:
     return api
 
 
-def build_notebooks(out: Path) -> list[Path]:
-    """Every notebook executed (as tests/test_notebooks.py does) to `out/notebooks/*.html`."""
+def execute(notebook, *, timeout: int = CELL_TIMEOUT_S) -> None:
+    """Run `notebook` (an nbformat node) in place, top to bottom, as tests/test_notebooks.py
+    does: the `python3` kernel of this interpreter, `notebooks/` as the working folder. The
+    kernel is reached over IPC, so ipykernel has no TCP to warn about."""
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    # The sockets' path must be absolute: the kernel starts in notebooks/, this process
+    # wherever it was started, and a relative path would name two different sockets.
+    with tempfile.TemporaryDirectory(prefix="swan-kernel-") as sockets:
+        manager = KernelManager(kernel_name="python3", transport="ipc",
+                                ip=str(Path(sockets) / "kernel"))
+        try:
+            NotebookClient(notebook, km=manager, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+        finally:  # nbclient leaves a kernel it was handed running: end it here
+            if manager.has_kernel:
+                manager.shutdown_kernel(now=True)
+
+
+def notebook_paths(names: list[str] | None = None) -> list[Path]:
+    """The notebooks named (`01_eigenvalues` or `01_eigenvalues.ipynb`), else all."""
+    every = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    if not names:
+        return every
+    known = {p.stem: p for p in every}
+    unknown = [n for n in names if n.removesuffix(".ipynb") not in known]
+    if unknown:
+        raise SystemExit(f"docs/build.py: no notebook {', '.join(unknown)} in notebooks/; "
+                         f"--notebook takes one of {', '.join(known)}")
+    return [known[n.removesuffix(".ipynb")] for n in names]
+
+
+def build_notebooks(out: Path, names: list[str] | None = None) -> list[Path]:
+    """The notebooks (`names`, else all) executed to `out/notebooks/<name>.html`."""
     import jinja2
     import nbformat
-    from nbclient import NotebookClient
     from nbconvert import HTMLExporter
 
     os.environ.pop("SWAN_CHECKPOINT", None)  # notebook 3 trains for itself
@@ -90,14 +132,14 @@ def build_notebooks(out: Path) -> list[Path]:
     exporter = HTMLExporter(extra_loaders=[jinja2.DictLoader({"offline.html.j2": template})],
                             template_file="offline.html.j2")
     folder = out / "notebooks"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    if not names:
+        shutil.rmtree(folder, ignore_errors=True)  # no page of a notebook that has gone
+    folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in sorted(NOTEBOOK_DIR.glob("*.ipynb")):
+    for path in notebook_paths(names):
         start = time.perf_counter()
         notebook = nbformat.read(path, as_version=4)
-        NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                       resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+        execute(notebook)
         body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": path.stem}})
         target = folder / f"{path.stem}.html"
         target.write_text(body, encoding="utf-8")
@@ -167,7 +209,7 @@ def build_index(out: Path) -> Path:
         "from the repository; the notebooks were executed at <code>SIZE = \"small\"</code>.</p>",
         "<h2>API reference</h2>", "<ul>", *api_items, "</ul>",
         "<h2>Notebooks</h2>", "<ul>", *notebook_items, "</ul>",
-        "<h2>README and design notes</h2>", "<ul>", *page_items, "</ul>",
+        "<h2>README and the guide</h2>", "<ul>", *page_items, "</ul>",
     ])
     index = out / "index.html"
     index.write_text(page("swan-jax documentation", body), encoding="utf-8")
@@ -183,9 +225,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="output folder (default: docs/_build)")
     parser.add_argument("--only", action="append", choices=list(PARTS),
                         help="build this part only (repeatable; default: all)")
+    parser.add_argument("--notebook", action="append", metavar="NAME",
+                        help="execute only this notebook to notebooks/NAME.html "
+                             "(repeatable; e.g. 01_eigenvalues)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.notebook:
+        notebook_paths(args.notebook)  # an unknown name: one line, before any work
+        for written in build_notebooks(out, args.notebook):
+            print(f"docs: {written}")
+        return
     for name in args.only or list(PARTS):
         start = time.perf_counter()
         PARTS[name](out)

@@ -30,10 +30,10 @@ Choices and where they come from (`docs/gps.md` has the table):
   `peptides-struct-GPS.yaml`): GatedGCN + Transformer, 4 layers, 4 heads, hidden 96,
   LapPE (`max_freqs` 10, `dim_pe` 16, DeepSet of 2 layers), `attn_dropout` 0.5,
   BatchNorm, mean pooling, AdamW 3e-4 with a cosine schedule.
-* The SWAN authors' transfer code (`graph_transfer/conf.py`) runs GPS with the grid of
-  every baseline: 64 channels, `distance` layers (their `gnn_model.py` is not in their
-  release): here GINE's edge-free form (GIN, PyG's `GPSConv` example), 4 heads, LapPE
-  `k = 8`, `dim_pe` 16.
+* Graph transfer on request (`graphgps`; Figure 3's GPS is the authors' own model,
+  `swan_jax.models.gpsconv`): the authors' baseline grid (`graph_transfer/conf.py`: 64
+  channels, `distance` layers), GINE's edge-free form (GIN, PyG's `GPSConv` example), 4
+  heads, LapPE `k = 8`, `dim_pe` 16.
 * Normalisation is LayerNorm (GraphGPS's `layer_norm: True` option), not BatchNorm:
   swan-jax's training loop keeps no mutable model state (running statistics) and batch
   statistics would make a graph's prediction depend on its batch mates. For the same
@@ -96,26 +96,40 @@ class GraphAttention(nn.Module):
 
     @nn.compact
     def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
-        n, d = x.shape
-        n_graph = graph.n_node.shape[0] if self.max_graphs is None else self.max_graphs
-        index, pos = graph_positions(graph, n)
-        real = real_nodes(graph)
-        x = eqx.error_if(x, jnp.any(real & (pos >= self.max_nodes)),
-                         f"a graph has more nodes than GPS's max_nodes={self.max_nodes}; build "
-                         f"GPS with max_nodes at least the largest graph's node count")
-        x = eqx.error_if(x, jnp.any(real & (index >= n_graph)),
-                         f"a batch holds more graphs than GPS's max_graphs={self.max_graphs}; "
-                         f"build GPS with max_graphs at least the graphs per batch")
-        dense = jnp.zeros((n_graph, self.max_nodes, d), x.dtype)
-        dense = dense.at[index, pos].set(x, mode="drop")
-        m = min(n_graph, graph.n_node.shape[0])
-        counts = jnp.zeros(n_graph, graph.n_node.dtype).at[:m].set(graph.n_node[:m])
-        valid = jnp.arange(self.max_nodes)[None, :] < counts[:, None]
+        dense, valid, back = dense_view(graph, x, self.max_nodes, self.max_graphs)
         mask = nn.make_attention_mask(valid, valid)  # [G, 1, M, M]
         out = nn.MultiHeadDotProductAttention(
             num_heads=self.num_heads, dropout_rate=self.dropout,
             deterministic=self.deterministic, name="attention")(dense, dense, mask=mask)
+        return back(out)
+
+
+def dense_view(graph: jraph.GraphsTuple, x: Array, max_nodes: int,
+               max_graphs: int | None = None) -> tuple[Array, Array, Callable[[Array], Array]]:
+    """`x [N, d]` as the dense per-graph view `[G, max_nodes, d]` (module docstring; `G =
+    max_graphs` or every graph slot), `valid [G, max_nodes]` (True where a slot holds one
+    of its graph's nodes) and `back: [G, max_nodes, d'] -> [N, d']` (rows outside the view,
+    padding nodes only, get 0). A real node outside the view stops the program in one
+    line naming the setting (`eqx.error_if`)."""
+    n, d = x.shape
+    n_graph = graph.n_node.shape[0] if max_graphs is None else max_graphs
+    index, pos = graph_positions(graph, n)
+    real = real_nodes(graph)
+    x = eqx.error_if(x, jnp.any(real & (pos >= max_nodes)),
+                     f"a graph has more nodes than GPS's max_nodes={max_nodes}; build "
+                     f"GPS with max_nodes at least the largest graph's node count")
+    x = eqx.error_if(x, jnp.any(real & (index >= n_graph)),
+                     f"a batch holds more graphs than GPS's max_graphs={max_graphs}; "
+                     f"build GPS with max_graphs at least the graphs per batch")
+    dense = jnp.zeros((n_graph, max_nodes, d), x.dtype).at[index, pos].set(x, mode="drop")
+    m = min(n_graph, graph.n_node.shape[0])
+    counts = jnp.zeros(n_graph, graph.n_node.dtype).at[:m].set(graph.n_node[:m])
+    valid = jnp.arange(max_nodes)[None, :] < counts[:, None]
+
+    def back(out: Array) -> Array:
         return out.at[index, pos].get(mode="fill", fill_value=0.0)
+
+    return dense, valid, back
 
 
 def _receive(graph: jraph.GraphsTuple, messages: Array, num_nodes: int) -> Array:

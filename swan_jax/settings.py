@@ -123,7 +123,7 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, default_factory: A
     return dataclasses.field(default=default, metadata=metadata, compare=compare)
 
 
-def spec_of(field: dataclasses.Field) -> Setting | None:
+def spec_of(field: dataclasses.Field[Any]) -> Setting | None:
     return field.metadata.get("setting")
 
 
@@ -313,7 +313,7 @@ def check(name: str, value: Any, hint: Any, spec: Setting, *, text: str | None =
 
 
 def check_items(name: str, value: Any, kind: Kind, spec: Setting, *,
-                text: str | None = None, length: bool = True) -> tuple:
+                text: str | None = None, length: bool = True) -> tuple[Any, ...]:
     """A list setting (or grid axis): every item checked; the flag's phrasing.
     `length=False`: leave a fixed length to the configuration's check."""
     where = f" in {text!r}" if text is not None else ""
@@ -398,7 +398,7 @@ def _word(text: str, item: Any) -> Any:
     return text
 
 
-def field_settings(cls: type) -> dict[str, tuple[dataclasses.Field, Any, Setting]]:
+def field_settings(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any, Setting]]:
     """name -> (field, resolved type hint, Setting) of every declared setting of `cls`."""
     hints = typing.get_type_hints(cls)
     return {f.name: (f, hints[f.name], spec) for f in dataclasses.fields(cls)

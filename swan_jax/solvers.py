@@ -65,9 +65,10 @@ ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
 DEFAULT_MAX_STEPS = 4096
 # Layers unrolled per scan iteration: a full unroll for the paper's 5 (LRGB) and 10
 # (transfer k = 10) layers, which leaves the scan no residuals to stack. Transfer line
-# k = 10 at the CPU protocol (2 seeds, 40 epochs, interleaved runs on the 2-core CPU,
-# 2026-11-27): 0.282-0.298 s per epoch at 10 against 0.304-0.310 s at 8, compiles
-# included in the same wall time, test MSE bit for bit the same.
+# k = 10 at the CPU protocol (2 seeds, 40 epochs, interleaved runs on the 2-core CPU):
+# 0.282-0.298 s per epoch, 0.93-0.98x of the epoch at 8, compiles included in the same
+# wall time, the test MSE the same (BENCHMARKS.md, "Device-bound training and the epoch
+# anatomy"; measured by `python -m benchmarks.epoch_anatomy --only transfer-cpu`).
 MAX_UNROLL = 10
 ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's error text
 
@@ -285,7 +286,7 @@ def clear_errors() -> Iterator[None]:
     error surfaces when the compiled function runs, wrapped by equinox or XLA; wrap that
     call::
 
-        with sj.clear_errors():
+        with sj.solvers.clear_errors():
             out = jitted_step(params, batch)
 
     Other errors pass through unchanged. Inside the block JAX's log of a callback that
@@ -434,7 +435,7 @@ def solve(
       save_trajectory: return the states at every layer time `l * epsilon`.
       check_traced: add `traced_checks` of the graph's indices and `x0`'s finiteness
         (for inputs that are traced, e.g. inside `jit`); run the caller under
-        `jax.experimental.checkify.checkify` (or `swan_jax.checked`) to read them.
+        `jax.experimental.checkify.checkify` (or `swan_jax.graph.checked`) to read them.
       stepsize_controller: a diffrax controller instead of the default (a `PIDController`
         of `rtol`, `atol` for adaptive stepping, steps of `dt0 = epsilon` otherwise); the
         integration then goes through `diffrax.diffeqsolve`. An adaptive one

@@ -74,9 +74,9 @@ def test_clear_errors_unwraps_a_failure_inside_users_jit():
     step = jax.jit(lambda p: sj.solve(p, graph, x, cfg, "tsit5", rtol=1e-10, atol=1e-10,
                                       max_steps=2))
     with pytest.raises(sj.SolverError, match=r"^solver 'tsit5' used its whole budget"):
-        with sj.clear_errors():
+        with sj.solvers.clear_errors():
             jax.block_until_ready(step(params))
-    with pytest.raises(KeyError), sj.clear_errors():  # anything else passes through
+    with pytest.raises(KeyError), sj.solvers.clear_errors():  # anything else passes through
         raise KeyError("other")
 
 
@@ -87,7 +87,7 @@ def test_traced_checks_catch_bad_indices_and_values_inside_jit(prepared):
     def run(g, x):
         return sj.solve(params, g, x, cfg, check_traced=True)
 
-    checked = sj.checked(jax.jit(run))
+    checked = sj.graph.checked(jax.jit(run))
     np.testing.assert_allclose(checked(graph, x), sj.solve(params, graph, x, cfg), rtol=1e-6)
     with pytest.raises(ValueError, match=r"x has a non-finite value at row 3, column 1"):
         checked(graph, x.at[3, 1].set(jnp.nan))

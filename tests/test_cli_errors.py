@@ -49,7 +49,8 @@ VARIANT_LIST = "valid: " + ", ".join(VARIANTS)
 
 UNKNOWN_NAMES = [
     ("transfer", ["--model", "swan,gin2"], r"argument --model/--models: unknown 'gin2'; valid: "
-                                           r"swan, swan-learn, .*, gcn, gin, sage, gat, gps$"),
+                                           r"swan, swan-learn, .*, gcn, gin, sage, gat, gps, "
+                                           r"graphgps$"),
     ("transfer", ["--variant", "swan-xl"], rf"argument --variant: unknown 'swan-xl'; "
                                            rf"{VARIANT_LIST}$"),
     ("transfer", ["--topology", "torus"], r"argument --topology/--topologies: unknown 'torus'; "

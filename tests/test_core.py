@@ -40,19 +40,19 @@ def test_space_operators_are_exactly_antisymmetric_and_symmetric(seed, x64):
     for graph in (random_undirected(rng, 9, isolated=2), random_directed(rng, 7, 15)):
         n = int(graph.n_node.sum())
         for adjacency in sj.ADJACENCIES:
-            ops = sj.edge_operators(graph, n, adjacency, dtype=jnp.float64)
-            A_hat = np.asarray(sj.dense_operator(graph, ops.w_hat, n))
-            A_tilde = np.asarray(sj.dense_operator(graph, ops.w_tilde, n))
+            ops = sj.graph.edge_operators(graph, n, adjacency, dtype=jnp.float64)
+            A_hat = np.asarray(sj.graph.dense_operator(graph, ops.w_hat, n))
+            A_tilde = np.asarray(sj.graph.dense_operator(graph, ops.w_tilde, n))
             S = A_tilde - A_tilde.T
             assert np.array_equal(S, -S.T)
             assert np.array_equal(A_hat + A_hat.T, (A_hat + A_hat.T).T)
             # The aggregations equal the dense operators applied to X.
             x = rng.normal(size=(n, 3))
             np.testing.assert_allclose(
-                np.asarray(sj.antisymmetric_aggregate(graph, ops.w_tilde, jnp.asarray(x))),
+                np.asarray(sj.graph.antisymmetric_aggregate(graph, ops.w_tilde, jnp.asarray(x))),
                 S @ x, atol=1e-12)
             np.testing.assert_allclose(
-                np.asarray(sj.symmetric_aggregate(graph, ops.w_hat, jnp.asarray(x))),
+                np.asarray(sj.graph.symmetric_aggregate(graph, ops.w_hat, jnp.asarray(x))),
                 (A_hat + A_hat.T) @ x, atol=1e-12)
 
 
@@ -63,8 +63,8 @@ def test_psi_edge_weight_is_difference_of_inverse_degrees_of_the_same_edge(x64):
     senders = [u for u, v in undirected] + [v for u, v in undirected]
     receivers = [v for u, v in undirected] + [u for u, v in undirected]
     graph = graph_from_edges(senders, receivers, 5)
-    ops = sj.edge_operators(graph, 5, "sym", dtype=jnp.float64)
-    S = np.asarray(sj.dense_operator(graph, ops.w_tilde, 5))
+    ops = sj.graph.edge_operators(graph, 5, "sym", dtype=jnp.float64)
+    S = np.asarray(sj.graph.dense_operator(graph, ops.w_tilde, 5))
     S = S - S.T
     deg = np.bincount(receivers, minlength=5)
     for v, u in zip(senders, receivers, strict=True):  # edge v -> u
@@ -76,7 +76,7 @@ def test_psi_edge_weight_is_difference_of_inverse_degrees_of_the_same_edge(x64):
 
 def test_isolated_and_padding_nodes_get_zero_weights_not_nan(x64):
     graph = graph_from_edges([0, 1], [1, 0], 4)  # nodes 2, 3 isolated
-    ops = sj.edge_operators(graph, 4, "sym", dtype=jnp.float64)
+    ops = sj.graph.edge_operators(graph, 4, "sym", dtype=jnp.float64)
     assert np.all(np.isfinite(ops.w_hat)) and np.all(np.isfinite(ops.w_tilde))
     cfg = sj.SWANConfig()
     params = make_params(cfg, 3)

@@ -154,3 +154,133 @@ def test_package_docstrings_name_every_module():
         missing = sorted(p.stem for p in folder.glob("*.py")
                          if p.stem != "__init__" and p.stem not in named)
         assert missing == [], f"swan_jax/{package}/__init__.py's docstring omits {missing}"
+
+
+# --- the README as a landing page, and the guide's pages ----------------------------------
+README = ROOT / "README.md"
+FIRST_SCREEN = 40  # lines a reader sees before scrolling
+
+
+def test_the_readme_is_a_landing_page_with_the_two_commands_first():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines: move detail to docs/"
+    screen = "\n".join(lines[:FIRST_SCREEN])
+    for command in ("make install", "make test", "make reproduce-lrgb",
+                    "make reproduce-lrgb QUICK=1"):
+        assert re.search(rf"^{re.escape(command)}(\s|$)", screen, re.MULTILINE), command
+    assert "dX/dt = " in screen  # what SWAN is, before the commands
+    headings = re.findall(r"^## (.+)$", "\n".join(lines), re.MULTILINE)
+    assert {"Install and run", "SWAN on your own graphs", "Documentation", "Cite"} <= set(
+        headings), headings
+
+
+def test_every_guide_page_is_linked_from_the_readme_and_the_guide():
+    text = README.read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in text, f"README.md does not link docs/{page.name}"
+        if page.name != "guide.md":
+            assert f"({page.name})" in guide, f"docs/guide.md does not link {page.name}"
+
+
+def _bibtex() -> dict[str, str]:
+    text = README.read_text(encoding="utf-8").split("\n## Cite", 1)[1]
+    entry = re.search(r"```bibtex\n(@inproceedings\{.*?\n\})\n```", text, re.S)
+    assert entry, "README.md's Cite section has no @inproceedings BibTeX block"
+    fields = re.findall(r"^\s*(\w+)\s*=\s*\{(.*?)\},?\s*$", entry.group(1), re.M | re.S)
+    return {key: " ".join(value.split()) for key, value in fields}
+
+
+def test_the_readmes_bibtex_is_the_papers_as_citation_cff_gives_it():
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    paper = cff[cff.index("\npreferred-citation:\n"):]
+    bib = _bibtex()
+    title = re.search(r'^  title: "(.+)"$', paper, re.M).group(1)
+    assert bib["title"] == title
+    families = re.findall(r"family-names: (.+)", paper)
+    givens = re.findall(r"given-names: (.+)", paper)
+    latex = [family.replace("ö", '{\\"o}') for family in families]  # Sch{\"o}nlieb
+    names = [f"{f}, {g}" for f, g in zip(latex, givens, strict=True)]
+    assert bib["author"] == " and ".join(names)
+    for key, cff_key in (("year", "year"), ("volume", "volume"), ("number", "issue")):
+        assert bib[key] == re.search(rf"^  {cff_key}: (\d+)$", paper, re.M).group(1), key
+    start, end = (re.search(rf"^  {k}: (\d+)$", paper, re.M).group(1) for k in ("start", "end"))
+    assert bib["pages"] == f"{start}--{end}"
+    assert bib["booktitle"] == re.search(r'collection-title: "(.+)"', paper).group(1)
+    assert "2405.01009" in bib["note"] and "2405.01009" in paper
+
+
+def test_the_own_data_page_continues_the_readmes_example(tmp_path, monkeypatch):
+    """docs/own-data.md's optimiser / metric / tracker example, run after the README's
+    (whose names it uses), in a scratch folder: it trains two learning rates as one
+    program with a custom metric and writes the trackers' files."""
+    from tests.test_byod import readme_example
+
+    page = (ROOT / "docs" / "own-data.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- own-data-example[^>]*-->\n```python\n(.*?)```", page, re.S)
+    assert match, "docs/own-data.md lost its own-data-example block"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(readme_example(), "README.md:byod-example", "exec"), namespace)
+    exec(compile(match.group(1), "docs/own-data.md:own-data-example", "exec"), namespace)
+    runs = namespace["result"].runs
+    assert sorted(run["hparams"]["learning_rate"] for run in runs) == [1e-4, 1e-3]
+    assert (tmp_path / "runs" / "sgd" / "history.csv").is_file()
+    assert any((tmp_path / "runs" / "sgd" / "tensorboard").rglob("events.*"))
+
+
+def _build(tmp_path, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, str(ROOT / "docs" / "build.py"), *args,
+                           "--out", str(tmp_path / "_build")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_make_docs_builds_every_guide_page_with_working_links(tmp_path):
+    done = _build(tmp_path, "--only", "index")
+    assert done.returncode == 0, done.stdout + done.stderr
+    pages = tmp_path / "_build" / "pages"
+    built = {p.name for p in pages.glob("*.html")}
+    expected = {"README.html"} | {f"{p.stem}.html" for p in (ROOT / "docs").glob("*.md")}
+    assert built == expected
+    index = (tmp_path / "_build" / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="pages/{name}"' in index for name in expected)
+    # A link between pages goes to the built page, with the anchor the page has.
+    readme = (pages / "README.html").read_text(encoding="utf-8")
+    assert 'href="experiments.html#data-offline"' in readme
+    assert 'id="data-offline"' in (pages / "experiments.html").read_text(encoding="utf-8")
+    for page in pages.glob("*.html"):
+        for href in re.findall(r'href="([^"#]+)(?:#[^"]*)?"', page.read_text(encoding="utf-8")):
+            if not re.match(r"[a-z][a-z0-9+.-]*:", href):
+                assert (page.parent / href).resolve().exists(), (page.name, href)
+
+
+def test_one_notebook_by_name_and_an_unknown_name_is_one_line(tmp_path):
+    done = _build(tmp_path, "--notebook", "no_such_notebook")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        "docs/build.py: no notebook no_such_notebook in notebooks/; --notebook takes one of "
+        "01_eigenvalues, 02_information_flow, 03_jacobian_drift, 04_training_runs"]
+    assert not (tmp_path / "_build" / "notebooks").exists()
+
+
+def test_the_notebook_runner_executes_without_the_tcp_warning(tmp_path):
+    """docs/build.py's kernel runs over IPC: ipykernel's "Kernel is running over TCP without
+    encryption" never reaches the user, the cell's output comes back, and the kernel and
+    its sockets are gone afterwards (no "Parent appears to have exited" either)."""
+    build_py = str(ROOT / "docs" / "build.py")
+    script = (
+        "import importlib.util, nbformat\n"
+        f"spec = importlib.util.spec_from_file_location('build', {build_py!r})\n"
+        "build = importlib.util.module_from_spec(spec); spec.loader.exec_module(build)\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("
+        "'import os; print(os.getcwd())')])\n"
+        "build.execute(nb, timeout=60)\n"
+        "print(nb.cells[0].outputs[0]['text'].strip())\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(ROOT / "notebooks")  # the kernel ran in notebooks/
+    assert "TCP without encryption" not in done.stderr
+    assert "Parent appears to have exited" not in done.stderr
+    assert not list((ROOT / "notebooks").glob("kernel-ipc*"))

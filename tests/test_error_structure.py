@@ -94,7 +94,7 @@ def test_clear_errors_gives_the_structure_back_from_inside_a_users_jit():
     params, graph, x0, cfg = inputs()
     step = jax.jit(lambda p: sj.solve(p, graph, x0, cfg, "tsit5", rtol=1e-10, atol=1e-10,
                                       max_steps=2))
-    with pytest.raises(SolverError) as err, sj.clear_errors():
+    with pytest.raises(SolverError) as err, sj.solvers.clear_errors():
         jax.block_until_ready(step(params))
     assert err.value.settings == ("rtol", "atol", "max_steps", "solver")
 
@@ -144,9 +144,10 @@ def test_a_results_file_that_exists_names_overwrite_as_a_setting(tmp_path):
 
 def test_a_folders_checkpoints_name_resume_as_a_setting(tmp_path):
     from swan_jax.train import CheckpointConflict, TrainConfig
-    from swan_jax.train._folder import DROP_RESUME, ProgramFolder
+    from swan_jax.train._folder import DROP_RESUME, FINGERPRINT_FORMAT, ProgramFolder
 
-    folder = ProgramFolder(TrainConfig(checkpoint_dir=str(tmp_path)), ("abc",))
+    folder = ProgramFolder(TrainConfig(checkpoint_dir=str(tmp_path)),
+                           {FINGERPRINT_FORMAT: ("abc",)})
     folder.latest_epoch = lambda: 3  # a folder that holds checkpoints
     with pytest.raises(ValueError) as err:
         folder.check_fresh()
@@ -250,9 +251,9 @@ def test_the_data_modules_hold_no_flag_text():
 
 def _diffrax_direct(params, graph, x0, cfg, solver, controller, saveat, max_steps):
     """The same integration written against diffrax directly (the reference)."""
-    ops = sj.build_operators(params, graph, x0, cfg)
+    ops = sj.field.build_operators(params, graph, x0, cfg)
     t1 = cfg.num_layers * cfg.epsilon
-    term = diffrax.ODETerm(lambda t, y, args: sj.field_with_operators(
+    term = diffrax.ODETerm(lambda t, y, args: sj.field.field_with_operators(
         params, graph, y, ops, cfg, t))
     return diffrax.diffeqsolve(term, solver, t0=0.0, t1=t1, dt0=cfg.epsilon, y0=x0,
                                saveat=saveat, stepsize_controller=controller,

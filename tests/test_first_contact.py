@@ -225,7 +225,7 @@ def test_a_solver_out_of_steps_logs_no_callback_traceback(caplog):
                                       max_steps=2))
     with caplog.at_level(logging.DEBUG, logger="jax._src.callback"):
         with pytest.raises(sj.SolverError, match=r"^solver 'tsit5' used its whole budget"):
-            with sj.clear_errors():
+            with sj.solvers.clear_errors():
                 jax.block_until_ready(step(params))
     assert [r.getMessage() for r in caplog.records if r.name == "jax._src.callback"] == []
     caplog.clear()

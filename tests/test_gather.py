@@ -67,7 +67,7 @@ def case_graphs(seed: int = 0):
 
 def test_layout_mirrors_are_an_involution_and_every_edge_is_counted_once():
     for _, graph, pg in case_graphs():
-        sj.check_prepared(pg)
+        sj.graph.check_prepared(pg)
         n = pg.num_nodes
         senders, receivers = np.asarray(graph.senders), np.asarray(graph.receivers)
         dense = np.zeros((n, n))
@@ -106,11 +106,11 @@ def test_plain_graph_round_trips_and_prepared_graphs_serve_encoders_and_readouts
     graph = awkward(np.random.default_rng(1))
     graph = graph._replace(nodes=np.ones((int(graph.n_node.sum()), 2), np.float32))
     pg = prepared(graph)
-    back = sj.plain_graph(pg)
+    back = sj.graph.plain_graph(pg)
     assert isinstance(back, jraph.GraphsTuple)
     for a, b in zip(back, graph, strict=True):
         assert (a is None and b is None) or np.array_equal(a, b)
-    assert sj.plain_graph(graph) is graph
+    assert sj.graph.plain_graph(graph) is graph
     model = sj.Model(sj.LinearEncoder(4), sj.SWANBlock(sj.SWANConfig(num_layers=2)),
                      sj.GraphReadout((3,)))
     params = model.init(jax.random.PRNGKey(0), pg)
@@ -121,13 +121,13 @@ def test_plain_graph_round_trips_and_prepared_graphs_serve_encoders_and_readouts
 # --- exact by construction ---------------------------------------------------------
 
 
-jit_slot_operators = jax.jit(sj.slot_operators, static_argnums=(1, 3))
+jit_slot_operators = jax.jit(sj.graph.slot_operators, static_argnums=(1, 3))
 # Compiled once per graph shape: op by op, every small operation of a kernel compiles on
 # its own (hundreds of tiny programs per test, most of its time).
 jit_densify = jax.jit(gather.densify)
-jit_edge_operators = jax.jit(sj.edge_operators, static_argnums=(1, 2),
+jit_edge_operators = jax.jit(sj.graph.edge_operators, static_argnums=(1, 2),
                              static_argnames=("dtype",))
-jit_dense_operator = jax.jit(sj.dense_operator, static_argnums=2)
+jit_dense_operator = jax.jit(sj.graph.dense_operator, static_argnums=2)
 
 
 def slot_ops(pg, adjacency, learned: bool, dtype=jnp.float64):
@@ -224,7 +224,7 @@ def _coded_and_named(params, graph, x, x0, cfg, codes, names):
     program (compiled once per graph)."""
     def both(adjacency):
         run = cfg.replace(adjacency=adjacency)
-        return (sj.build_operators(params, graph, x0, run),
+        return (sj.field.build_operators(params, graph, x0, run),
                 sj.vector_field(params, graph, x, run, x0=x0))
 
     return jax.vmap(both)(codes), [both(name) for name in names]
@@ -235,7 +235,7 @@ def test_adjacency_codes_vmapped_per_run_give_each_named_adjacency(x64):
     the named choices' operators bit for bit and their fields, on both layouts (fixed
     operators, as graph transfer trains them; `adjacency_hat` is the same for learned)."""
     names = ("sym", "adj")
-    codes = jnp.asarray([sj.ADJACENCY_CODES[a] for a in names])
+    codes = jnp.asarray([sj.config.ADJACENCY_CODES[a] for a in names])
     cfg = sj.SWANConfig(beta=0.7, gamma=0.3, num_layers=2, epsilon=0.2)
     rng = np.random.default_rng(8)
     program = jax.jit(_coded_and_named, static_argnames=("cfg", "names"))
@@ -256,7 +256,7 @@ def test_adjacency_codes_vmapped_per_run_give_each_named_adjacency(x64):
     with pytest.raises(ValueError, match="adjacency must be one of sym, adj or its code"):
         sj.SWANConfig(adjacency=None)  # e.g. a grid without the axis
     with pytest.raises(ValueError, match="cannot be traced: it must be one of sym, adj"):
-        sj.traced_value("adjacency", "dense")
+        sj.settings.traced_value("adjacency", "dense")
 
 
 # Each adjoint (recursive checkpoints, backsolve, direct) with a fixed-step, an adaptive
@@ -389,7 +389,7 @@ def segment_gradient_hlo(variant: str) -> str:
     """The positive control of the no-scatter test: the segment-sum path's compiled
     gradient on its graph, which is the same for every slot width (`plain_graph` gives
     back the graph `prepare_graph` took), so one compile per variant serves them all."""
-    return compiled_gradient_hlo(variant, sj.plain_graph(prepared(awkward(
+    return compiled_gradient_hlo(variant, sj.graph.plain_graph(prepared(awkward(
         np.random.default_rng(24)))))
 
 
@@ -415,7 +415,8 @@ def test_compiled_gradient_of_solve_has_no_scatter(variant, width):
     assert not hlo_has(text, "scatter")  # ... and none of them, forward or backward, scatters
     # The segment-sum reference path does scatter, so this test can fail.
     assert all(np.array_equal(a, b) for a, b in zip(
-        sj.plain_graph(graph), sj.plain_graph(prepared(awkward(np.random.default_rng(24)))),
+        sj.graph.plain_graph(graph),
+        sj.graph.plain_graph(prepared(awkward(np.random.default_rng(24)))),
         strict=True))  # the cached control is this graph's
     assert hlo_has(segment_gradient_hlo(variant), "scatter")
 
@@ -513,7 +514,7 @@ def test_prepared_graph_and_state_rows_must_agree_even_under_jit():
         sj.solve(params, broken, jnp.ones((6, 3)), cfg)
     wrong = pg._replace(neighbors=pg.neighbors.at[0, 0].set(99))
     with pytest.raises(ValueError, match=r"field neighbors\[0\] \(flat\) = 99 is out of range"):
-        sj.check_prepared(wrong)
+        sj.graph.check_prepared(wrong)
 
 
 # --- prepared batches ----------------------------------------------------------------
@@ -555,7 +556,7 @@ def test_batches_are_prepared_fill_the_budget_and_keep_one_shape():
     np.testing.assert_array_equal(np.sort(seen), np.sort(data.graph_targets[:, 0]))
     for batch in batches[:3]:  # cut from the data set's closure = prepared from scratch
         assert isinstance(batch.graph, sj.PreparedGraph)
-        fresh = sj.prepare_graph(sj.plain_graph(batch.graph), slot_width=budget.slot_width,
+        fresh = sj.prepare_graph(sj.graph.plain_graph(batch.graph), slot_width=budget.slot_width,
                                  num_overflow=budget.n_overflow, num_pairs=budget.n_pair)
         for a, b in zip(fresh, batch.graph, strict=True):
             assert (a is None and b is None) or np.array_equal(a, b)
@@ -598,7 +599,7 @@ def test_a_peptides_batch_gives_the_same_model_gradient_on_both_paths(variant, t
         return jax.value_and_grad(lambda p: jnp.sum(model.apply(p, g) ** 2))(p)
 
     graph = jax.tree_util.tree_map(jnp.asarray, batch.graph)
-    assert_close(value_and_grad(params, graph), value_and_grad(params, sj.plain_graph(graph)))
+    assert_close(value_and_grad(params, graph), value_and_grad(params, sj.graph.plain_graph(graph)))
 
 
 def test_the_pair_gather_and_its_transpose_against_numpy():

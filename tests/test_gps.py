@@ -1,5 +1,7 @@
 """GraphGPS (`swan_jax.gps`) and its positional encodings (`swan_jax.data.positional`):
-equivariance, padding, LapPE / RWSE against dense NumPy, attention against NumPy, the CLI."""
+equivariance, padding, LapPE / RWSE against dense NumPy, attention against NumPy, the CLI;
+the authors' transfer GPS (`swan_jax.models.gpsconv`) against PyG's `GPSConv` (recorded
+outputs, and a differential run where torch is installed) and its parameter count."""
 
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from swan_jax.data.batching import budget_for, make_batch
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.gps import GPSEncoder, GPSStack, GraphAttention, gps_feature_width
 from swan_jax.models import LinearEncoder, Model, NodeReadout
+from swan_jax.models.gpsconv import GPSConvStack, WithoutFlag
 from tests.graphs import random_undirected
 
 LAP_K, RWSE = 4, 3
 HIDDEN = 16
+HIDDEN_FIXTURE, LAYERS_FIXTURE = 16, 2  # tests/make_gps_fixture.py's model
 
 
 def _dataset(sizes=(5, 7), seed=0) -> GraphDataset:
@@ -190,35 +194,163 @@ def test_sign_flips_and_dropout_need_a_key_and_change_the_output():
                                   np.asarray(encoder.apply(params, graph)))
 
 
-def test_transfer_cli_takes_gps_and_refuses_hidden_it_cannot_split(capsys):
+def test_transfer_cli_takes_both_gps_models_and_refuses_hidden_they_cannot_split(capsys):
     from swan_jax.experiments import transfer as T
 
-    cfg = T.parse_config(["--topology", "line", "--distance", "3", "--model", "gps"])
-    assert cfg.models == ("gps",)
-    assert T.EXPERIMENT.grid(cfg, {"topology": "line", "distance": 3, "model": "gps"}) == {
-        "learning_rate": cfg.grid["learning_rate"]}
-    with pytest.raises(SystemExit):
-        T.parse_config(["--topology", "line", "--distance", "3", "--model", "gps",
-                        "--hidden", "30"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("GPS needs hidden divisible by its 4 heads and above its 16 "
-                            "LapPE channels, got 30 (CLI: --hidden)")
+    cfg = T.parse_config(["--topology", "line", "--distance", "3", "--models",
+                          "gps,graphgps"])
+    assert cfg.models == ("gps", "graphgps")
+    for model in cfg.models:
+        assert T.EXPERIMENT.grid(cfg, {"topology": "line", "distance": 3, "model": model}) \
+            == {"learning_rate": cfg.grid["learning_rate"]}
+    for model, hidden, message in (
+            ("gps", "31", "GPS needs hidden divisible by its 2 heads, got 31 (CLI: --hidden)"),
+            ("graphgps", "30", "GraphGPS needs hidden divisible by its 4 heads and above its "
+                               "16 LapPE channels, got 30 (CLI: --hidden)")):
+        with pytest.raises(SystemExit):
+            T.parse_config(["--topology", "line", "--distance", "3", "--model", model,
+                            "--hidden", hidden])
+        assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
 
 
-def test_transfer_gps_model_trains_on_its_positional_data(tmp_path):
+def test_transfer_gps_models_train_on_their_positional_data(tmp_path):
     from swan_jax.experiments import transfer as T
 
     cfg = T.parse_config(["--topology", "ring", "--distance", "3", "--model", "gps",
                           "--sizes", "4,2,2", "--cache-dir", str(tmp_path)])
-    cell = {"topology": "ring", "distance": 3, "model": "gps"}
+    cell = {"topology": "ring", "distance": 3, "model": "graphgps"}
     splits = T.EXPERIMENT.load_data(cfg, cell)
     assert splits["train"].nodes.shape == (4 * 6, 1 + positional.positional_width(8, 0))
+    flagged = T.EXPERIMENT.load_data(cfg, {**cell, "model": "gps"})
+    np.testing.assert_array_equal(flagged["train"].nodes[:, -1], 1.0)  # the real-node flag
     plain = T.EXPERIMENT.load_data(cfg, {**cell, "model": "gcn"})
     assert plain["train"].nodes.shape == (4 * 6, 1)
+    np.testing.assert_array_equal(flagged["train"].nodes[:, :1], plain["train"].nodes)
+    for model, data in (("graphgps", splits), ("gps", flagged)):
+        net = T.EXPERIMENT.model_fn(cfg, {**cell, "model": model}, {})({"learning_rate": 1e-3})
+        graph = _plain(data["train"])
+        out = net.apply(net.init(jax.random.PRNGKey(0), graph), graph)
+        assert out.shape == (24, 1) and np.all(np.isfinite(np.asarray(out)))
+
+
+# ------------------------------------------- the authors' GPS (swan_jax.models.gpsconv)
+
+
+def _authors_model(group: str, max_nodes: int | None = None, layers: int = LAYERS_FIXTURE):
+    return Model(WithoutFlag(LinearEncoder(HIDDEN_FIXTURE, weight_init="torch")),
+                 GPSConvStack(layers, heads=2, group=group, max_nodes=max_nodes),
+                 NodeReadout((1,), weight_init="torch"))
+
+
+def _fixture_batch(graphs, *, prepared: bool):
+    """The fixture's two graphs as a GraphDataset with the real-node flag, in one padded
+    batch (padding nodes and a padding graph)."""
+    offsets = np.concatenate([[0], np.cumsum(graphs["n_node"])])
+    items = []
+    for g in range(len(graphs["n_node"])):
+        inside = (graphs["senders"] >= offsets[g]) & (graphs["senders"] < offsets[g + 1])
+        items.append({"nodes": graphs["x"][offsets[g]:offsets[g + 1]],
+                      "senders": graphs["senders"][inside] - offsets[g],
+                      "receivers": graphs["receivers"][inside] - offsets[g]})
+    data = positional.with_positional_encodings(GraphDataset.from_graphs(items), lap_k=0)
+    batch = make_batch(data, np.arange(2), budget_for(data, 4, prepared=prepared))
+    assert int((~batch.node_mask).sum()) > 0  # padding rows the model must ignore
+    return batch
+
+
+def _shapes(tree):
+    return jax.tree_util.tree_map(np.shape, tree)
+
+
+@pytest.mark.parametrize("group", ["batch", "graph"])
+@pytest.mark.parametrize("prepared", [True, False])
+def test_the_authors_gps_gives_the_recorded_pyg_outputs(group, prepared):
+    """PyG's `GPSConv` stack (the authors' `GPS_Model`), run once by
+    `tests/make_gps_fixture.py`: its weights loaded into swan-jax's model give its
+    outputs on a padded batch, without the batch vector (the authors' call) and with it."""
+    from tests.make_gps_fixture import FIXTURE, flax_params
+
+    recorded = dict(np.load(FIXTURE))
+    state = {k[2:]: v for k, v in recorded.items() if k.startswith("w/")}
+    params = flax_params(state, int(recorded["layers"]), int(recorded["heads"]))
+    batch = _fixture_batch(recorded, prepared=prepared)
+    model = _authors_model(group, max_nodes=6)
+    assert _shapes(params) == _shapes(model.init(jax.random.PRNGKey(0), batch.graph))
+    out = np.asarray(model.apply(params, batch.graph))[batch.node_mask]
+    np.testing.assert_allclose(out, recorded[f"out_{group}"], rtol=1e-5, atol=1e-6)
+    other = recorded["out_graph" if group == "batch" else "out_batch"]
+    assert not np.allclose(out, other, rtol=1e-3, atol=1e-4)  # the two groups differ
+
+
+@pytest.mark.parametrize("group", ["batch", "graph"])
+def test_the_authors_gps_equals_pyg_on_fresh_weights(group):
+    """The differential test itself (where torch and torch_geometric are installed): the
+    authors' width and heads, fresh PyG weights loaded into swan-jax's model."""
+    pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    from tests.make_gps_fixture import (
+        authors_gps,
+        fixture_graphs,
+        flax_params,
+        run_authors,
+        state_arrays,
+    )
+
+    graphs = fixture_graphs()
+    torch_model = authors_gps(hidden=64, layers=3, heads=2, seed=1)
+    expected = run_authors(torch_model, graphs, per_graph=group == "graph")
+    params = flax_params(state_arrays(torch_model), 3, 2)
+    batch = _fixture_batch(graphs, prepared=True)
+    model = Model(WithoutFlag(LinearEncoder(64)), GPSConvStack(3, group=group, max_nodes=6),
+                  NodeReadout((1,)))
+    out = np.asarray(model.apply(params, batch.graph))[batch.node_mask]
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_transfer_gps_has_the_authors_parameter_count(tmp_path):
+    """The authors' `GPS_Model` at line k = 3 (64 channels, 3 layers, 2 heads): 113,473
+    parameters, by PyTorch's count of their module."""
+    from swan_jax.experiments import transfer as T
+    from swan_jax.pytrees import tree_size
+
+    cfg = T.parse_config(["--topology", "line", "--distance", "3", "--model", "gps",
+                          "--sizes", "2,1,1", "--cache-dir", str(tmp_path)])
+    cell = {"topology": "line", "distance": 3, "model": "gps"}
+    graph = _plain(T.EXPERIMENT.load_data(cfg, cell)["train"])
     model = T.EXPERIMENT.model_fn(cfg, cell, {})({"learning_rate": 1e-3})
-    graph = _plain(splits["train"])
-    out = model.apply(model.init(jax.random.PRNGKey(0), graph), graph)
-    assert out.shape == (24, 1) and np.all(np.isfinite(np.asarray(out)))
+    assert tree_size(jax.eval_shape(model.init, jax.random.PRNGKey(0), graph)) == 113_473
+
+
+def test_the_torch_init_draws_within_pytorchs_bounds():
+    """`weight_init="torch"`: the attention's q/k/v kernels within the Xavier bound of
+    PyTorch's `[3C, C]` in_proj, its out kernel within 1/sqrt(C), biases 0; the GCN
+    kernel Glorot; LayerNorm 1 and 0."""
+    graph = _plain(_dataset(sizes=(7,)))._replace(nodes=jnp.ones((7, 2)))
+    c = 64
+    stack = GPSConvStack(1, max_nodes=7)
+    p = stack.init(jax.random.PRNGKey(0), graph, jnp.ones((7, c)))["params"]["layer0"]
+    att = p["attn"]["attention"]
+    for name in ("query", "key", "value"):
+        w = np.abs(np.asarray(att[name]["kernel"]))
+        assert w.max() <= np.sqrt(6 / (4 * c)) and w.max() > 0.9 * np.sqrt(6 / (4 * c))
+        assert not np.any(np.asarray(att[name]["bias"]))
+    out = np.abs(np.asarray(att["out"]["kernel"]))
+    assert 0.9 / np.sqrt(c) < out.max() <= 1 / np.sqrt(c)
+    assert np.abs(np.asarray(p["conv"]["lin"]["kernel"])).max() <= np.sqrt(6 / (2 * c))
+    assert np.all(np.asarray(p["norm1"]["scale"]) == 1) and not np.any(p["norm1"]["bias"])
+
+
+def test_the_authors_gps_refuses_bad_settings_in_one_line():
+    graph = _plain(_dataset(sizes=(7,)))
+    x = jnp.ones((7, 8))
+    for stack, message in ((GPSConvStack(1, heads=3), "divisible by heads"),
+                           (GPSConvStack(1, group="graph"), "needs max_nodes"),
+                           (GPSConvStack(1, group="nodes"), "unknown GPSConv group")):
+        with pytest.raises(ValueError, match=message):
+            stack.init(jax.random.PRNGKey(0), graph, x)
+    encoder = WithoutFlag(LinearEncoder(8))
+    with pytest.raises(ValueError, match="real-node flag"):
+        encoder.init(jax.random.PRNGKey(0), graph._replace(nodes=jnp.ones((7, 1))))
 
 
 def test_node_classification_takes_gps_on_request_and_checks_its_width():

@@ -1,4 +1,4 @@
-"""`swan_jax.graph.builders` (`sj.graphs`): edge lists, adjacency matrices, networkx graphs."""
+"""`swan_jax.graph.builders`: edge lists, adjacency matrices, networkx graphs."""
 
 from __future__ import annotations
 

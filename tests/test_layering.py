@@ -25,26 +25,26 @@ CORE = ("swan_jax.graph", "swan_jax.config", "swan_jax.settings", "swan_jax.fiel
         "swan_jax.encoders",
         "swan_jax.ogb_vocabulary",
         "swan_jax.pytrees", "swan_jax.compiles", "swan_jax.losses", "swan_jax.metrics")
+# The packages above the core, lowest first (docs/architecture.md's layers): each stands
+# at one height, importing the core, the packages below it and itself, never one above.
+HEIGHTS = ("swan_jax.data", "swan_jax.runs", "swan_jax.train", "swan_jax.experiments")
 # May import: (besides themselves). The package root (`swan_jax`) is the public face and
 # imports the core and `analysis`; `experiments` may import everything.
 ALLOWED = {
     "swan_jax.graph": ("swan_jax.graph",),
     "swan_jax.analysis": CORE + ("swan_jax.analysis",),
     "swan_jax.data": ("swan_jax.graph", "swan_jax.ogb_vocabulary", "swan_jax.data",
-                      "swan_jax.runs.io", "swan_jax.settings"),
-    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.runs.io", "swan_jax.runs.checkpoint",
-                              "swan_jax.runs.interrupts", "swan_jax.train"),
-    # a run's files: what train saves with (io, interrupts, checkpoint) stands on the core's
-    # settings alone; inference on data; exports of trained runs on train, below the
-    # experiments (a sweep's rebuild is passed in)
-    "swan_jax.runs": CORE + ("swan_jax.data", "swan_jax.train", "swan_jax.runs"),
+                      "swan_jax.settings"),
+    # a run's files, one height: what train saves with (io, interrupts, checkpoint), a
+    # model's predictions (inference, on data) and its export as files (export, on the
+    # core); reading a trained run's folder stands above train (`experiments.runs`)
+    "swan_jax.runs": CORE + ("swan_jax.data", "swan_jax.runs"),
     "swan_jax.runs.io": ("swan_jax.settings",),
     "swan_jax.runs.interrupts": (),
     "swan_jax.runs.checkpoint": ("swan_jax.settings", "swan_jax.runs.io",
                                  "swan_jax.runs.interrupts"),
-    "swan_jax.runs.inference": CORE + ("swan_jax.data",),
-    "swan_jax.runs.export": CORE + ("swan_jax.data", "swan_jax.runs.io",
-                                    "swan_jax.runs.checkpoint", "swan_jax.train"),
+    "swan_jax.runs.export": CORE,
+    "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.runs", "swan_jax.train"),
 }
 # isinstance between graph layouts still outside swan_jax.graph (to use `is_graph`).
 PENDING_LAYOUT_CHECKS: frozenset[str] = frozenset()
@@ -181,6 +181,24 @@ def test_the_circle_check_would_catch_the_old_export_circle():
     assert "swan_jax.runs.export" in imports["swan_jax.experiments.predict"]
     imports["swan_jax.runs.export"] = imports["swan_jax.runs.export"] | back
     assert ["swan_jax.experiments.predict", "swan_jax.runs.export"] in _circles(imports)
+
+
+def _above(name: str, targets) -> list[str]:
+    """The imports of `name` that reach a package standing above its own in `HEIGHTS`
+    (the core, `analysis` and the root stand below them all)."""
+    [own] = [i for i, p in enumerate(HEIGHTS) if _within(name, (p,))] or [-1]
+    return sorted(t for t in targets if _within(t, HEIGHTS[own + 1:]))
+
+
+def test_each_package_stands_at_one_height():
+    found = {name: _above(name, targets) for name, targets in _imports().items()}
+    found = {name: above for name, above in found.items() if above}
+    assert found == {}, f"imports of a package standing higher ({HEIGHTS}): {found}"
+    # ... and would catch the export that imported train from below it (issue 49)
+    assert _above("swan_jax.runs.export", {"swan_jax.train", "swan_jax.config"}) == [
+        "swan_jax.train"]
+    assert _above("swan_jax.train._loop", {"swan_jax.runs.checkpoint"}) == []
+    assert _above("swan_jax.field", {"swan_jax.data.batching"}) == ["swan_jax.data.batching"]
 
 
 @pytest.mark.parametrize("layer", sorted(ALLOWED))

@@ -155,7 +155,7 @@ def test_results_md_shows_the_runtime_and_jacobian_runs_with_their_device(tmp_pa
     assert "nodes; epsilon 1; test AP 40.0 |" in text  # SWAN's step, the packaged one
     assert "| GCN | layer map x(l-1) -> x(l) | 30% | 40% |" in text
     assert "(reproductions/jacobian-cpu-2core/jacobian.png)" in text
-    assert "| Jacobian over layers (fig:jacobian_over_time) | 2 | 0 | 2 | 0 |" in text
+    assert "| Jacobian over layers (fig:jacobian_over_time) | 2 | 2 | 0 | 2 | 0 |" in text
     assert "Other experiment" not in text
 
 

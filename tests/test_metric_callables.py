@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from swan_jax.compiles import CompileCounter
-from swan_jax.runs.export import best_run
+from swan_jax.experiments.runs import best_run
 from swan_jax.runs.inference import predict
 from swan_jax.train import RUN_FILE, Metric, TrainConfig, get_metric, train
 from tests.test_trackers_and_optimizers import NodeDense, model_fn, tiny

@@ -52,7 +52,7 @@ WITHOUT_RDKIT = textwrap.dedent('''
     splits = transfer.load_transfer("line", 3, cache_dir=sys.argv[1], sizes=(16, 8, 8))
     graphprop.make_graphprop_splits(0, nodes={s: (6,) for s in graphprop.SPLITS},
                                     per_size={s: 2 for s in graphprop.SPLITS})
-    codes = sj.graphs.line_graph(4)._replace(nodes=jnp.zeros((4, 9), jnp.int32))
+    codes = sj.graph.line_graph(4)._replace(nodes=jnp.zeros((4, 9), jnp.int32))
     AtomEncoder(8).init(jax.random.PRNGKey(0), codes)
 
     swan = sj.SWANConfig(num_layers=3, epsilon=0.5)

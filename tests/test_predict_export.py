@@ -16,11 +16,11 @@ import pytest
 
 from swan_jax.data import GraphDataset
 from swan_jax.experiments import predict as predict_cli
+from swan_jax.experiments.runs import export_run
 from swan_jax.runs.export import (
     ExportError,
     build_model,
     describe_models,
-    export_run,
     load_model,
     model_spec,
 )
@@ -169,6 +169,10 @@ def test_an_experiment_run_predicts_its_own_test_metric(tmp_path):
     assert opened.task_level == "node"
     mse = float(np.mean((predictions - test.node_targets) ** 2))
     np.testing.assert_allclose(mse, record["runs"][0]["test"], rtol=1e-5)
+    # ... and exports: the experiment rebuilds the model, the export holds it as a spec
+    loaded = load_model(export_run(folder, tmp_path / "export"))
+    np.testing.assert_array_equal(
+        predict(loaded.model, loaded.variables, test, level=loaded.task_level), predictions)
 
 
 def test_console_scripts_point_at_functions():

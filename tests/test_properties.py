@@ -176,7 +176,7 @@ def check_accepted(spec: Spec) -> None:
     sj.validate_graph(spec.graph())
     sj.validate_graph(spec.graph(x))
     sj.validate_graph(spec.padded())
-    sj.validate_node_features(x, spec.num_nodes, WIDTH)
+    sj.graph.validate_node_features(x, spec.num_nodes, WIDTH)
     loops = np.flatnonzero(spec.senders == spec.receivers)
     if loops.size:
         with pytest.raises(ValueError, match=rf"self-loop at edge {loops[0]} \(node "
@@ -251,7 +251,7 @@ def check_rejected(spec: Spec, pick: int) -> None:
         x[row, col] = [np.nan, np.inf, -np.inf][pick % 3]
         with pytest.raises(ValueError, match=rf"x has a non-finite value \(.*\) at row {row}, "
                                              rf"column {col}"):
-            sj.validate_node_features(x, spec.num_nodes, WIDTH)
+            sj.graph.validate_node_features(x, spec.num_nodes, WIDTH)
 
 
 def check_dataset_rejects_fractional_and_foreign_indices(spec: Spec, pick: int) -> None:
@@ -307,12 +307,12 @@ def operator_matrices(adjacency: str, senders, receivers):
     """Dense `M - M^T` and `M + M^T` by aggregating the identity, and the dense operators."""
     graph = jraph.GraphsTuple(nodes=None, edges=None, senders=senders, receivers=receivers,
                               n_node=None, n_edge=None, globals=None)
-    ops = sj.edge_operators(graph, PAD_NODES, adjacency)
+    ops = sj.graph.edge_operators(graph, PAD_NODES, adjacency)
     eye = jnp.eye(PAD_NODES)
-    return (sj.antisymmetric_aggregate(graph, ops.w_tilde, eye),
-            sj.symmetric_aggregate(graph, ops.w_hat, eye),
-            sj.dense_operator(graph, ops.w_hat, PAD_NODES),
-            sj.dense_operator(graph, ops.w_tilde, PAD_NODES))
+    return (sj.graph.antisymmetric_aggregate(graph, ops.w_tilde, eye),
+            sj.graph.symmetric_aggregate(graph, ops.w_hat, eye),
+            sj.graph.dense_operator(graph, ops.w_hat, PAD_NODES),
+            sj.graph.dense_operator(graph, ops.w_tilde, PAD_NODES))
 
 
 def check_operators(spec: Spec) -> None:
@@ -445,7 +445,7 @@ def field_pair(variant: str, adjacency: str):
 
 @functools.partial(jax.jit, static_argnums=1)
 def slot_values(graph, adjacency: str):
-    ops = sj.slot_operators(graph, adjacency, dtype=jnp.float64)
+    ops = sj.graph.slot_operators(graph, adjacency, dtype=jnp.float64)
     return ops.phi, ops.psi
 
 

@@ -3,6 +3,7 @@ cell, verdicts, "not run" rows, missing files) on small synthetic sweep results.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -146,34 +147,39 @@ def test_verdict_against_the_constant_predictor():
 # ======================================================================= rendering
 
 
+def runs_md(root: Path) -> str:
+    return (root / "RUNS.md").read_text()
+
+
+def link(run: str) -> str:
+    return f"[{run}](reproductions/RUNS.md#{run})"
+
+
 def test_empty_reproductions_list_every_paper_cell_as_not_run(repro):
     text = rendered(repro)
-    assert section(text, "Graph transfer").count("| not run |") == 3 * 4 * 7  # GPS included
-    assert "not implemented" not in section(text, "Graph transfer")
-    assert section(text, "Graph property").count("| not run |") == 3 * 2 * 8 + 3 * 2
-    assert section(text, "Long-range").count("| not run |") == 6
-    assert section(text, "Node classification").count("| not run |") == 9
-    assert section(text, "SWAN variants").count("| not run |") == 15
+    assert section(text, "Figure 3: graph transfer").count("| not run |") == 3 * 4 * 7
+    assert section(text, "Table 1: graph property").count("| not run |") == 3 * 8
+    assert section(text, "Table 2: long-range").count("| not run |") == 6
+    assert section(text, "Table 3: SWAN variants").count("| not run |") == 15
+    assert section(text, "Scalability table").count("| not run |") == 3
     coverage = section(text, "Coverage")
-    assert "| Figure 3: graph transfer | 84 | 0 | 0 | 84 | – |" in coverage
-    assert "| Table 1: graph property prediction | 24 | 0 | 0 | 24 | – |" in coverage
-    assert "| Table 2: LRGB | 6 | 0 | 0 | 6 | – |" in coverage
-    assert "| Table 3: SWAN variants (ablation) | 15 | 0 | 0 | 15 | – |" in coverage
-    assert "## Graph property prediction (paper Table 1)" in text
-    assert "## Long-range graph benchmark (paper Table 2)" in text
+    assert "| Figure 3: graph transfer | 84 | 84 | 0 | 0 | 84 | – | – |" in coverage
+    assert "| Table 1: graph property prediction | 33 | 24 | 0 | 0 | 24 | GCNII, DGC" in coverage
+    assert "| Table 2: LRGB | 36 | 6 | 0 | 0 | 6 | GCN, GINE" in coverage
+    assert "| Table 3: SWAN variants | 15 | 15 | 0 | 0 | 15 | – | – |" in coverage
+    assert "every model the paper shows" not in text
     assert "NVIDIA RTX-3090 24GB" in section(text, "Runtimes per epoch")
     assert not (repro / "figures" / "transfer.png").exists()
-    # the references are there even when nothing ran
-    assert "1.7e-06" in row(section(text, "Line", "###"), "10", "SWAN")
-    paper_setting = section(text, "Label setting `paper`", "###")
-    assert "-0.5249 ± 0.0155" in row(paper_setting, "diameter", "swan")
+    assert "1.7e-06 | not run |" in row(text, "Line", "10", "SWAN")  # the references
+    assert "| -0.5249 ± 0.0155 | not run |" in row(text, "SWAN", "Diameter")
 
 
 def transfer_run(root: Path, name: str = "transfer") -> None:
     cells = [summary({"topology": "line", "distance": 10, "model": "swan"}, 5.0e-4,
                      test_std=1.5e-4, best={"epsilon": 0.5, "beta": 1.0}),
              summary({"topology": "line", "distance": 10, "model": "gcn"}, 3.1e-2),
-             summary({"topology": "ring", "distance": 10, "model": "swan"}, 1.0e-3),
+             summary({"topology": "ring", "distance": 10, "model": "swan"}, 1.0e-3,
+                     best={"epsilon": 0.5, "beta": 1.0}),
              summary({"topology": "crossed-ring", "distance": 3, "model": "swan"}, 1e-9)]
     cfg = config(sizes=[1000, 100, 100], epochs=300, seeds=[0, 1],
                  grid={"learning_rate": [0.001], "epsilon": [0.5], "gamma": [0.1],
@@ -183,62 +189,78 @@ def transfer_run(root: Path, name: str = "transfer") -> None:
 
 def test_transfer_cells_verdicts_departures_and_figure(repro):
     transfer_run(repro)
-    text = section(rendered(repro), "Graph transfer")
-    line = section(text, "Line", "###")
-    swan = row(line, "10", "SWAN")
-    assert "5.0e-04 ± 1.5e-04" in swan and "1.7e-06" in swan
-    assert "worse by 2.5 orders" in swan
-    assert "| reduced: epochs 300; 2 seed(s); grid 1 of 16 points |" in swan
-    assert "transfer (cpu:0)" in swan
-    gcn = row(line, "10", "GCN")  # the paper searches only the learning rate for GCN
-    assert "within 1 order" in gcn and "| reduced: epochs 300; 2 seed(s) |" in gcn
-    ring = row(section(text, "Ring", "###"), "10", "SWAN")  # vs 4.4e-3
-    assert "within 1 order" in ring and "grid 1 of 4 points" in ring  # beta cannot matter
-    crossed = section(text, "Crossed Ring", "###")
-    assert "better by 2.8 orders" in row(crossed, "3", "SWAN")
-    assert text.count("| not run |") == 84 - 4  # GPS included
-    assert "epochs 300 (paper 2000); 2 seed(s) (paper 4)" in text
-    assert "beta {1} of the paper's {1, 0.1, 0.01, -1}" in text
-    assert "![graph transfer](reproductions/figures/transfer.png)" in text
+    text = rendered(repro)
+    swan = row(text, "Line", "10", "SWAN")
+    assert "| 1.7e-06 | 5.0e-04 ± 1.5e-04 | worse by 2.5 orders" in swan
+    assert "| epochs 300; 2 seed(s); grid 1 of 16 points |" in swan
+    assert swan.endswith(f"| CPU | {link('transfer')} |")
+    gcn = row(text, "Line", "10", "GCN")  # the paper searches only the learning rate for GCN
+    assert "within 1 order" in gcn and "| epochs 300; 2 seed(s) |" in gcn
+    ring = row(text, "Ring", "10", "SWAN")  # vs 4.4e-3; beta cannot matter on a ring
+    assert "within 1 order" in ring and "grid 1 of 4 points (beta not searched: no effect " \
+                                        "on a regular graph) |" in ring
+    assert "better by 2.8 orders" in row(text, "Crossed-Ring", "3", "SWAN")
+    assert section(text, "Figure 3").count("| not run |") == 84 - 4
+    runs = runs_md(repro)
+    assert "epochs 300 (paper 2000); 2 seed(s) (paper 4)" in runs
+    assert "![Figure 3: graph transfer](reproductions/figures/transfer.png)" in text
     assert (repro / "figures" / "transfer.png").stat().st_size > 10_000
-    assert ("| Figure 3: graph transfer | 84 | 0 | 4 | 80 | transfer "
-            "(cpu:0) |") in rendered(repro)
+    assert "| Figure 3: graph transfer | 84 | 84 | 0 | 4 | 80 | – | transfer (CPU) |" in text
 
 
-def test_a_cell_at_the_full_protocol_still_improving_with_its_device_and_wall(repro):
-    cell = summary({"topology": "line", "distance": 10, "model": "adgn"}, 2e-6,
+def full_transfer_cell(model="adgn", test=2e-6, val=None, points=4):
+    cell = summary({"topology": "line", "distance": 10, "model": model}, test, val=val,
                    epochs=2000, best={"epsilon": 0.5, "adjacency": "sym"})
-    cell["grid_points"], cell["wall_time"] = 4, 180.0
+    cell["grid_points"], cell["wall_time"] = points, 180.0
+    return cell
+
+
+FULL_TRANSFER = dict(sizes=[1000, 100, 100], epochs=2000, hidden=64, grid={
+    "learning_rate": [0.001], "epsilon": [0.5, 0.1], "gamma": [0.1],
+    "beta": [1.0, 0.1, 0.01, -1.0], "adjacency": ["adj", "sym"]})
+
+
+def test_a_cell_at_the_full_protocol_still_improving_with_its_device(repro):
+    cell = full_transfer_cell()
     cell["per_seed"][0].update(best_epoch=1950)  # ran to the cap, best in the last 10%
     cell["per_seed"][1].update(epochs_run=1500, best_epoch=1399)  # early stopped
-    cell["epochs_run"][1] = 1500
     gpu = {**MACHINE, "device": "cuda:0", "device_kind": "NVIDIA H200"}
     rec = {**record({"topology": "line", "distance": 10, "model": "adgn"}, [{}],
                     epochs=2000), "machine": gpu}
-    write_results(repro / "transfer-gpu", "transfer", config(
-        sizes=[1000, 100, 100], epochs=2000, hidden=64, grid={
-            "learning_rate": [0.001], "epsilon": [0.5, 0.1], "gamma": [0.1],
-            "beta": [1.0, 0.1, 0.01, -1.0], "adjacency": ["adj", "sym"]}), [cell], [rec])
+    write_results(repro / "transfer-gpu", "transfer", config(**FULL_TRANSFER), [cell], [rec])
     text = rendered(repro)
-    adgn = row(section(text, "Line", "###"), "10", "ADGN")
-    assert "| 1500-2000 | 4 | still improving (1 of 4 seeds best in the last 10% of 2000 " \
-           "epochs) | full |" in adgn
-    assert "| 3.0 min | transfer-gpu (cuda:0 (NVIDIA H200)) |" in adgn
-    assert "| Figure 3: graph transfer | 84 | 1 | 0 | 83 |" in text
+    assert row(text, "Line", "10", "ADGN").endswith(
+        f"| none | still improving (1 of 4 seeds) | NVIDIA H200 | {link('transfer-gpu')} |")
+    assert "| Figure 3: graph transfer | 84 | 84 | 1 | 0 | 83 |" in text
 
 
-def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(repro):
-    cells = [graphprop_cell("sssp", "paper", "gcn", 0.9330),  # paper 0.9499: "better"?
-             graphprop_cell("sssp", "paper", "constant", 0.9330)]
-    write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
-                  cells, [])
-    gcn = row(section(rendered(repro), "Label setting `paper`", "###"), LAPLACIAN, "gcn")
-    assert "at the constant predictor's level" in gcn and "better" not in gcn
-    assert "grid 1 of 12 points" in gcn  # GCN's grid: width x depth, not SWAN's 864
+def test_each_cell_shows_its_best_evidence_and_runs_md_every_row(repro):
+    """Full protocol first (even at a worse validation score), else the best validation
+    score, never the test score; the others are in RUNS.md as superseded."""
+    transfer_run(repro)  # reduced: line 10 swan, ring 10 swan
+    write_results(repro / "transfer-full", "transfer", config(**FULL_TRANSFER),
+                  [full_transfer_cell("swan", test=9e-3, val=9e-3, points=16)], [])
+    better_val = summary({"topology": "ring", "distance": 10, "model": "swan"}, 5e-2,
+                         val=1e-4)  # worse test, better validation: it is chosen
+    write_results(repro / "transfer-other", "transfer", config(sizes=[1000, 100, 100]),
+                  [better_val], [])
+    text = rendered(repro)
+    assert "| 9.0e-03 ± 0.0e+00 |" in row(text, "Line", "10", "SWAN")
+    assert link("transfer-other") in row(text, "Ring", "10", "SWAN")
+    runs = runs_md(repro)
+    assert row(runs, "Line", "10", "SWAN", "9.0e-03 ± 0.0e+00").endswith("| shown |")
+    assert row(runs, "Line", "10", "SWAN", "5.0e-04 ± 1.5e-04").endswith("| superseded |")
+    assert row(runs, "Ring", "10", "SWAN", "1.0e-03 ± 0.0e+00").endswith("| superseded |")
 
 
-LAPLACIAN = "sssp (Laplacian features (D - A) x)"  # the paper's "SSSP" column
-DISTANCES = "eccentricity (single-source distances)"  # its "Eccentricity" column
+def test_results_md_has_one_row_per_paper_cell_when_runs_overlap(repro):
+    transfer_run(repro)
+    transfer_run(repro, "transfer-again")
+    text = rendered(repro)
+    assert_one_row_per_cell(text, json.loads((repro / "paper_values.json").read_text()))
+
+
+LAPLACIAN = "SSSP"  # the paper's "SSSP" column (the Laplacian features)
 
 
 def graphprop_cell(task, labels, model, test, **kw):
@@ -246,54 +268,74 @@ def graphprop_cell(task, labels, model, test, **kw):
                    metric="log10_mse", **kw)
 
 
-def test_graphprop_settings_each_beside_the_right_reference(repro):
+def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(repro):
+    cells = [graphprop_cell("sssp", "paper", "gcn", 0.9330),  # paper 0.9499: "better"?
+             graphprop_cell("sssp", "paper", "constant", 0.9330)]
+    write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
+                  cells, [])
+    text = rendered(repro)
+    gcn = row(text, "GCN", LAPLACIAN)
+    assert "at the constant predictor's level" in gcn and "better" not in gcn
+    assert "grid 1 of 12 points" in gcn  # GCN's grid: width x depth, not SWAN's 864
+    assert "Constant predictor" in text and "SSSP 0.9330" in text
+    assert "| Constant" not in text  # never a model row
+
+
+def test_graphprop_paper_setting_beside_the_paper_others_in_runs_md(repro):
     cells = [graphprop_cell("diameter", "paper", "swan", -0.52, test_std=0.01),
              graphprop_cell("sssp", "paper", "swan", -3.0),
              graphprop_cell("eccentricity", "paper", "swan", 0.2),
-             graphprop_cell("sssp", "faithful", "swan", -2.5),
-             graphprop_cell("sssp", "faithful", "constant", -1.45),
-             graphprop_cell("sssp", "paper", "constant", 1.01)]
+             graphprop_cell("sssp", "faithful", "swan", -2.5)]
     write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
                   cells, [])
-    text = section(rendered(repro), "Graph property")
-    paper = section(text, "Label setting `paper`", "###")
-    faithful = section(text, "Label setting `faithful`", "###")
-    assert "within the paper's std" in row(paper, "diameter", "swan")
-    assert "worse by 0.237" in row(paper, LAPLACIAN, "swan")
-    assert "better by 0.2094" in row(paper, DISTANCES, "swan")
-    assert f"| {LAPLACIAN} | constant predictor | 1.0100 |" in paper
-    assert "| diameter | constant predictor | not run |" in paper
-    swan = row(faithful, "sssp (single-source distances)", "swan")
-    assert "paper: raw labels only" in swan and "1.05 below the constant predictor" in swan
-    assert "| sssp (single-source distances) | constant predictor | -1.4500 |" in faithful
-    assert "constant" not in [c.strip() for c in paper.split("|")]  # never a model row
+    text = rendered(repro)
+    assert "within the paper's std" in row(text, "SWAN", "Diameter")
+    assert "worse by 0.237" in row(text, "SWAN", LAPLACIAN)
+    assert "better by 0.2094" in row(text, "SWAN", "Eccentricity")
+    assert "faithful" not in section(text, "Table 1").split("- Columns")[0]
+    other = section(runs_md(repro), "Cells of no paper table")
+    assert "| sssp / faithful / swan | log10_mse | -2.5000 ± 0.0000 |" in other
 
 
-def test_graphprop_names_its_columns_and_judges_the_authors_score_beside_the_pooled(repro):
+def test_graphprop_judges_the_authors_score_where_recorded(repro):
     adgn = {**graphprop_cell("sssp", "paper", "adgn", -1.0), "authors_test_mean": -3.2,
             "authors_test_std": 0.05}
     write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
                   [adgn, graphprop_cell("sssp", "paper", "gin", -0.5)], [])
-    text = section(rendered(repro), "Graph property")
-    paper = section(text, "Label setting `paper`", "###")
-    adgn_row = row(paper, LAPLACIAN, "adgn")  # pooled -1.0 would be worse by 2.2
-    assert "| -1.0000 ± 0.0000 | -3.2000 ± 0.0500 |" in adgn_row
-    assert "within the paper's std" in adgn_row and "(authors' score)" in adgn_row
-    gin_row = row(paper, LAPLACIAN, "gin")  # no authors' score recorded: judged pooled
-    assert "| not recorded | -0.5408 ± 0.4193 |" in gin_row and "(pooled score)" in gin_row
-    assert f"| {DISTANCES} | sage | not run |" in paper
-    assert "Laplacian features (D - A) x, a one-hop target" in text
-    assert "A plateau, not a floor" in text and "floor that" not in text
+    text = rendered(repro)
+    adgn_row = row(text, "ADGN", LAPLACIAN)  # pooled -1.0 would be worse by 2.2
+    assert "| -3.2417 ± 0.0751 | -3.2000 ± 0.0500 | within the paper's std" in adgn_row
+    assert "| -0.5408 ± 0.4193 | -0.5000 ± 0.0000 (pooled) |" in row(text, "GIN", LAPLACIAN)
+    assert "| 0.7863 ± 0.0207 | not run |" in row(text, "GraphSAGE", "Eccentricity")
+    notes = section(text, "Table 1")
+    assert "Laplacian features (D - A) x" in notes and "A plateau, not a floor" in notes
+    assert "get_adj(normalization='sym')" in notes and "BoundedNaiveAggr" in notes
+
+
+def test_a_newly_collected_full_protocol_graphprop_cell_is_shown_as_full(repro):
+    """The campaign's GCN "SSSP" control at the paper's protocol beside a screen."""
+    write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
+                  [graphprop_cell("sssp", "paper", "gcn", 0.96, val=0.5)], [])
+    full = graphprop_cell("sssp", "paper", "gcn", 0.9500, val=0.99)
+    full["grid_points"] = 12
+    write_results(repro / "campaign-graphprop", "graphprop", config(
+        sizes=[5120, 640, 1280], epochs=1500, grid={"learning_rate": [0.003],
+                                                      "weight_decay": [1e-6],
+                                                      "hidden": [10, 20, 30],
+                                                      "num_layers": [1, 5, 10, 20]}),
+                  [full], [])
+    gcn = row(rendered(repro), "GCN", LAPLACIAN)
+    assert f"| none | yes | CPU | {link('campaign-graphprop')} |" in gcn
+    assert "| Table 1: graph property prediction | 33 | 24 | 1 | 0 | 23 |" in rendered(repro)
 
 
 def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro):
     cells = [summary({"task": "sssp", "label_columns": "paper", "model": "swan"}, -3.2,
                      metric="log10_mse")]
     write_results(repro / "graphprop", "graphprop", config(), cells, [])
-    text = section(rendered(repro), "Graph property")
-    faithful = section(text, "Label setting `faithful`", "###")
-    assert "paper: raw labels only" in row(faithful, "sssp (single-source distances)", "swan")
-    assert f"| {LAPLACIAN} | swan | not run |" in section(text, "Label setting `paper`", "###")
+    text = rendered(repro)
+    assert "| -3.2370 ± 0.0834 | not run |" in row(text, "SWAN", LAPLACIAN)
+    assert "| sssp / paper / swan |" in runs_md(repro)  # its own columns, faithful labels
 
 
 def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
@@ -309,14 +351,15 @@ def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
                              "epoch": [0, 1, 2], "train_loss": [[0.7], [0.5], [0.4]],
                              "val": [[0.3], [0.5], [0.6]], "test": [[0.3], [0.5], [0.6]]}]}
     (repro / "lrgb" / "history.json").write_text(json.dumps(history))
-    text = section(rendered(repro), "Long-range")
-    func = row(text, "peptides-func", "swan")
-    assert "63.13 ± 0.40" in func and "63.13 ± 0.46" in func and "within the paper's std" in func
+    text = rendered(repro)
+    func = row(text, "SWAN", "Peptides-func")
+    assert "| 63.13 ± 0.46 | 63.13 ± 0.40 | within the paper's std" in func
     assert "1 seed(s)" in func
-    assert "worse by 0.0429" in row(text, "peptides-struct", "swan")
-    assert "| pascalvoc-sp | swan-learn | F1 | not run |" in text
-    assert "![training curves](reproductions/figures/lrgb-curves.png)" in text
-    assert (repro / "figures" / "lrgb-curves.png").exists()
+    assert "worse by 0.0429" in row(text, "SWAN", "Peptides-struct")
+    assert "| 31.92 ± 2.50 | not run |" in row(text, "SWAN-learn", "PascalVOC-sp")
+    assert (repro / "figures" / "table2.png").exists()
+    assert "![training curves of lrgb](figures/curves-lrgb.png)" in runs_md(repro)
+    assert (repro / "figures" / "curves-lrgb.png").exists()
 
 
 def test_node_classification_scores_and_times_beside_the_paper(repro):
@@ -333,13 +376,12 @@ def test_node_classification_scores_and_times_beside_the_paper(repro):
                                                   "eval_seconds_median": 0.2},
                       "tolokers/swan/1/program": {"train_seconds_median": 3.0,
                                                   "eval_seconds_median": 0.4}}}))
-    text = section(rendered(repro), "Node classification")
-    swan = row(text, "tolokers", "swan")
-    assert "84.01 ± 0.50" in swan and "84.01 ± 0.54" in swan and "within" in swan
-    assert "2000.0 / 142.6 (x14)" in swan and "300.0 / 82.09" in swan
-    assert "| 4 of 10 |" in swan  # the splits the row pools, not the splits planned
-    assert "NVIDIA A100" in text
-    assert "| tolokers | gcn | not run | 83.64 ± 0.67 |" in text
+    text = rendered(repro)
+    swan = row(text, "SWAN", "Tolokers")
+    assert "| 84.01 ± 0.54; 142.6 / 82.1 ms | 84.01 ± 0.50; 2000.0 / 300.0 ms | within" in swan
+    assert "NVIDIA A100" in section(text, "Scalability table")
+    assert "| 83.64 ± 0.67; 142.0 / 81.9 ms | not run |" in row(text, "GCN", "Tolokers")
+    assert "ogbn-arxiv and Questions" in section(text, "Coverage")
 
 
 def test_tolokers_rows_say_which_splits_they_pool_and_what_is_still_running(repro):
@@ -357,24 +399,17 @@ def test_tolokers_rows_say_which_splits_they_pool_and_what_is_still_running(repr
     (repro / "node_classification" / "collected.json").write_text(json.dumps({"in_progress": [
         {"name": "tolokers/gcn/0", "program": "p0", "epochs_done": 100, "epochs_cap": 100},
         {"name": "tolokers/gcn/3", "program": "p3", "epochs_done": 40, "epochs_cap": 100}]}))
-    text = section(rendered(repro), "Node classification")
-    gcn = row(text, "tolokers", "gcn")
-    assert "| 68-100 | 3 of 10 |" in gcn and "3 of 10 splits" in gcn and "reduced" in gcn
-    assert "`tolokers/gcn/3` 40/100 epochs" in text
-    assert "`tolokers/gcn/0`" not in text  # finished: it has a record
-    assert "Splits pooled in the table (finished programs only): gcn 3 of 10" in text
-    assert "patience 100 (benchmark none)" in text  # the heterophily benchmark's protocol
-    assert "Departures from the benchmark's protocol (" in text
+    text, runs = rendered(repro), runs_md(repro)
+    assert "3 of 10 splits" in row(text, "GCN", "Tolokers")
+    assert "`tolokers/gcn/3` 40/100 epochs" in runs
+    assert "`tolokers/gcn/0`" not in runs  # finished: it has a record
+    assert "patience 100 (benchmark none)" in runs  # the heterophily benchmark's protocol
+    assert "Departures from the benchmark's protocol (" in runs
 
 
-def test_the_differential_check_and_the_campaign_have_their_sections(repro):
-    (repro / "graphprop-differential").mkdir()
-    (repro / "graphprop-differential" / "section.md").write_text(
-        "## GraphProp: differential check\n\nOurs and theirs agree.\n")
+def test_the_campaign_has_its_section_in_runs_md(repro):
     (repro / "graphprop-plateau").mkdir()  # issue 37's measurement: a section, not a run
-    (repro / "graphprop-plateau" / "section.md").write_text(
-        "## GraphProp: where the plateau ends\n\nAfter a few hundred steps.\n")
-    (repro / "graphprop-plateau" / "curves.csv").write_text("epoch,val\n0,0.8\n")
+    (repro / "graphprop-plateau" / "section.md").write_text("## Plateau\n")
     (repro / "campaign").mkdir()
     (repro / "campaign" / "plan.toml").write_text(
         '[[cell]]\nid = "transfer/line/3/gcn"\nexperiment = "transfer"\npriority = 1\n'
@@ -384,11 +419,9 @@ def test_the_differential_check_and_the_campaign_have_their_sections(repro):
                                 "fraction": 0.25, "seconds_per_epoch": {"cpu-2core": 0.7},
                                 "updated": "now"}}}))
     lines = render(repro, repro.parent / "RESULTS.md")
-    text = (repro.parent / "RESULTS.md").read_text()
-    assert "Ours and theirs agree." in text and not any("campaign" in w for w in lines)
-    assert text.index("After a few hundred steps.") < text.index("Ours and theirs agree.")
-    assert "graphprop-plateau: no results.json" not in text
-    assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in text
+    assert not any("campaign" in w or "plateau" in w for w in lines[1:])  # no warning
+    assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in \
+        runs_md(repro)
 
 
 def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
@@ -413,34 +446,30 @@ def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
          "models": {"adgn": {"train_s": 1.8, "inference_s": 0.3}}}))
     (small / "collected.json").write_text(json.dumps({"source": "test"}))
     text = rendered(repro)
-    assert "| Runtime table (tab:runtimes, RTX 3090) | 6 | 2 | 1 | 3 |" in text
+    assert "| Runtime table (tab:runtimes, RTX 3090) | 6 | 6 | 2 | 1 | 3 |" in text
     table_ = section(text, "Runtimes per epoch")
     assert row(table_, "SWAN", "0.33", "2.88", "0.09", "0.24").endswith(
         "| 3.2 / 0.7 | full | runtime-h200 (cuda:0 (NVIDIA H200)) |")
-    assert row(table_, "GCN", "0.31").endswith("| – | full | runtime-h200 (cuda:0 "
-                                                  "(NVIDIA H200)) |")
     assert "| reduced: 417 of 10873 train graphs; 101 of 2331 val graphs; 82 of 2331 test " \
            "graphs | runtime-cpu (cpu:0) |" in row(table_, "ADGN", "1.8")
     assert row(table_, "SWAN-LEARN", "not run")
-    assert "Other experiment" not in text
+    assert "A `runtime` measurement" in runs_md(repro)
 
 
-def test_unknown_experiment_gets_its_own_section(repro):
-    write_results(repro / "toy", "toy", config(),
-                  [summary({"task": "swap"}, 0.25)], [])
+def test_unknown_experiment_goes_to_runs_md(repro):
+    write_results(repro / "toy", "toy", config(), [summary({"task": "swap"}, 0.25)], [])
     text = rendered(repro)
-    assert "## Other experiment: `toy`" in text
-    other = section(text, "Other experiment")
-    assert "| task swap | mse | 2.5e-01 ± 0.0e+00 |" in other
-    assert "no paper protocol to compare with" in other
+    assert "toy" not in text
+    other = section(runs_md(repro), "Cells of no paper table")
+    assert "| swap | mse | 2.5e-01 ± 0.0e+00 |" in other
+    assert "no paper protocol to compare with" in runs_md(repro)
 
 
 def test_partial_run_cells_without_a_test_value_are_not_run(repro):
     cell = summary({"topology": "line", "distance": 3, "model": "swan"}, 1e-6)
     del cell["test_mean"]
     write_results(repro / "transfer", "transfer", config(sizes=[1000, 100, 100]), [cell], [])
-    text = section(rendered(repro), "Graph transfer")
-    assert "| 3 | SWAN | not run |" in text
+    assert "| not run |" in row(rendered(repro), "Line", "3", "SWAN")
 
 
 # ====================================================================== missing files
@@ -476,10 +505,10 @@ def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
     assert results_cli.main(["render", "--reproductions", str(repro), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "warning:" in printed and "no results.json" in printed
-    text = out.read_text()
-    assert "- Problem: no collected.json (timings and notes unknown)" in text
-    assert "- Problem: no config.toml" in text
-    assert "- Incomplete: " in text and "graphprop: no results.json" in text
+    runs = runs_md(repro)
+    assert "- Problem: no collected.json (timings and notes unknown)" in runs
+    assert "- Problem: no config.toml" in runs
+    assert "- Incomplete: " in out.read_text() and "graphprop: no results.json" in out.read_text()
 
 
 def test_render_without_a_reproductions_folder_says_so(tmp_path):
@@ -548,8 +577,8 @@ def test_collect_keeps_programs_in_progress_and_render_shows_them(tmp_path, repr
     assert [p["status"] for p in programs] == ["finished", "in progress"]
     text = rendered(repro)
     assert "In progress when collected (not in the tables): `peptides-struct/swan/" \
-           "program-zzz` 2/300 epochs" in text
-    assert "| peptides-struct | swan | MAE | not run |" in text
+           "program-zzz` 2/300 epochs" in runs_md(repro)
+    assert "| 0.2571 ± 0.0018 | not run |" in row(text, "SWAN", "Peptides-struct")
 
 
 def test_collect_refuses_to_clobber_with_a_smaller_run(tmp_path, capsys):
@@ -632,18 +661,68 @@ def test_committed_references_agree_with_the_experiments_and_the_issue():
     assert re.fullmatch(r"[0-9a-f]{40}", authors["source"]["commit"])
 
 
-def test_two_runs_of_one_cell_are_both_shown_each_with_its_departures(repro):
+def test_two_reduced_runs_of_one_cell_show_one_row_each_in_runs_md(repro):
     transfer_run(repro)
-    cells = [summary({"topology": "line", "distance": 10, "model": "swan"}, 2.0e-6)]
+    cells = [summary({"topology": "line", "distance": 10, "model": "swan"}, 2.0e-6,
+                     val=1e-6)]
     write_results(repro / "transfer-authors-data", "transfer",
                   config(sizes=[1000, 100, 100], data_options={"variant": "authors"}),
                   cells, [])
-    line = section(rendered(repro), "Line", "###")
-    rows = [r for r in line.splitlines() if r.startswith("| 10 | SWAN |")]
-    assert len(rows) == 2
-    assert "worse by 2.5 orders" in rows[0] and "| transfer (cpu:0) |" in rows[0]
-    assert "within 1 order" in rows[1] and "variant=authors" in rows[1]
-    assert "transfer-authors-data (cpu:0)" in rows[1]
+    swan = row(rendered(repro), "Line", "10", "SWAN")  # the better validation score
+    assert "within 1 order" in swan and "variant=authors" in swan
+    assert link("transfer-authors-data") in swan
+    rows = [r for r in runs_md(repro).splitlines() if r.startswith("| Line | 10 | SWAN |")]
+    assert len(rows) == 2 and rows[0].endswith("| superseded |")
+
+
+def paper_cells(paper: dict) -> dict[str, set[tuple[str, ...]]]:
+    """The row labels of each main table, from paper_values.json alone."""
+    from reproduce.results.sections import NAMES
+
+    def n(key):
+        return NAMES.get(str(key), str(key))
+
+    t, g, lr, ab, nc = (paper[k] for k in ("transfer", "graphprop", "lrgb", "ablation",
+                                            "node_classification"))
+    return {
+        "Figure 3": {(n(a), str(b), n(c)) for a, b, c in itertools.product(
+            *t["expected"].values())},
+        "Table 1": {(n(m), n(task)) for m in g["expected"]["model"] for task in g["tasks"]},
+        "Table 2": {(n(m), n(d)) for m in lr["expected"]["variant"]
+                    for d in lr["expected"]["dataset"]},
+        "Table 3": {(n(task), n(m)) for task in g["tasks"] for m in ab["graphprop_models"]}
+        | {(n(d), n(m)) for d, variants in ab["lrgb"].items() for m in variants},
+        "Scalability table": {(n(m), n(d)) for m in nc["expected"]["model"]
+                              for d in nc["expected"]["dataset"]}}
+
+
+def table_rows(text: str, title: str) -> list[list[str]]:
+    """The cells of the first markdown table under the heading `title`."""
+    lines = section(text, title).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    body = itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2:])
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in body]
+
+
+def assert_one_row_per_cell(text: str, paper: dict) -> None:
+    for title, cells in paper_cells(paper).items():
+        rows = table_rows(text, title)
+        width = len(next(iter(cells)))
+        labels = [tuple(r[:width]) for r in rows]
+        assert len(labels) == len(set(labels)) == len(cells), title
+        assert set(labels) == cells, title
+        for r in rows:  # the paper's value beside each, as paper_values.json has it
+            assert r[width] != "–" or title == "Figure 3", (title, r)
+
+
+def test_the_committed_results_md_has_one_row_per_paper_cell_and_its_figures():
+    text = (REPO / "RESULTS.md").read_text()
+    assert_one_row_per_cell(text, json.loads((REPO / "reproductions" /
+                                              "paper_values.json").read_text()))
+    for figure in ("transfer", "table1", "table2", "table3"):
+        assert (REPO / "reproductions" / "figures" / f"{figure}.png").stat().st_size > 10_000
+        assert f"(reproductions/figures/{figure}.png)" in text
+    assert (REPO / "reproductions" / "RUNS.md").exists()
 
 
 def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(tmp_path):
@@ -651,6 +730,8 @@ def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(t
     assert render(tmp_path / "reproductions", tmp_path / "RESULTS.md")[0].startswith("wrote")
     assert (tmp_path / "RESULTS.md").read_text() == (REPO / "RESULTS.md").read_text(), (
         "RESULTS.md is stale: run `make results` and commit it")
+    assert (tmp_path / "reproductions" / "RUNS.md").read_text() == (
+        REPO / "reproductions" / "RUNS.md").read_text(), "RUNS.md is stale: `make results`"
 
 
 def test_collect_a_run_none_of_whose_programs_has_finished(tmp_path, repro):
@@ -665,11 +746,12 @@ def test_collect_a_run_none_of_whose_programs_has_finished(tmp_path, repro):
                         "cell": {"dataset": "peptides-func", "variant": "swan"},
                         "static": {}}}))
     assert "0 finished program(s), 1 in progress, 1 curve(s)" in "\n".join(collect(source, repro))
-    text = section(rendered(repro), "Long-range")
-    assert "| peptides-func | swan | AP | not run | 63.13 ± 0.46 |" in text
-    assert "no program of this run had finished" in text
-    assert "`peptides-func/swan/program-zzz` 5/300 epochs" in text
-    assert (repro / "figures" / "lrgb-curves.png").exists()
+    assert "| 63.13 ± 0.46 | not run |" in row(rendered(repro), "SWAN", "Peptides-func")
+    runs = runs_md(repro)
+    assert "no program of this run had finished" in runs
+    assert "`peptides-func/swan/program-zzz` 5/300 epochs" in runs
+    assert "in progress: 5 of 300 epochs, 1 seed(s); not the run of any row" in runs
+    assert (repro / "figures" / "curves-lrgb.png").exists()
 
 
 def test_a_cell_without_its_axes_is_named(repro):
@@ -700,8 +782,32 @@ def test_a_campaign_cell_resumed_on_another_device_kind_says_its_epochs_there(re
         "transfer/ring/5/adgn": {"status": "finished", "epochs": {"h200": 2000,
                                                                   "cpu-2core": 2000}}}}))
     text = rendered(repro)
-    swan = row(section(text, "Line", "###"), "5", "SWAN")
-    assert swan.endswith("| campaign-transfer-h200 (cuda:0 (NVIDIA H200); also 839 epochs "
-                         "on cpu-2core) |")
-    adgn = row(section(text, "Ring", "###"), "5", "ADGN")
-    assert adgn.endswith("| campaign-transfer (cuda:0 (NVIDIA H200), cpu:0) |")
+    assert row(text, "Line", "5", "SWAN").endswith(
+        f"| NVIDIA H200; also 839 epochs on cpu-2core | {link('campaign-transfer-h200')} |")
+    assert row(text, "Ring", "5", "ADGN").endswith(
+        f"| NVIDIA H200, CPU | {link('campaign-transfer')} |")
+
+
+def test_every_committed_cell_summary_is_its_per_seed_records():
+    """The numbers RESULTS.md shows trace to the per-seed records: each committed cell's
+    mean ± population std (test, validation, the authors' score) recomputed from them."""
+    import math
+    import statistics
+
+    checked = 0
+    for path in sorted((REPO / "reproductions").glob("*/results.json")):
+        for cell in json.loads(path.read_text()).get("cells") or []:
+            seeds = [s for s in cell.get("per_seed") or [] if not s.get("diverged")]
+            if not compare.finite(cell.get("test_mean")) or not seeds:
+                continue
+            for key, field in (("test", "test"), ("val", "val_at_best"),
+                               ("authors_test", "authors_test")):
+                if cell.get(f"{key}_mean") is None:
+                    continue
+                values = [s[field] for s in seeds]
+                assert math.isclose(statistics.fmean(values), cell[f"{key}_mean"],
+                                    rel_tol=1e-6, abs_tol=1e-12), (path, cell, key)
+                assert math.isclose(statistics.pstdev(values), cell.get(f"{key}_std") or 0.0,
+                                    rel_tol=1e-5, abs_tol=1e-9), (path, cell, key)
+            checked += 1
+    assert checked >= 100  # the committed runs' cells (116 when written)

@@ -181,9 +181,10 @@ def test_data_errors_are_one_line_naming_file_row_and_flag(tmp_path, monkeypatch
 README_CELL = re.compile(r"^python -m swan_jax\.experiments\.(\w+) (.*)$")
 
 
-def test_the_readmes_one_cell_examples_train_one_program_of_one_grid_point():
-    text = (ROOT / "README.md").read_text()
-    block = text.split("<!-- one-cell examples -->")[1].split("```")[1]
+def test_the_guides_one_cell_examples_train_one_program_of_one_grid_point():
+    """docs/experiments.md's "One cell" commands (they were the README's)."""
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    block = text.split("<!-- one-cell examples")[1].split("```")[1]
     lines = block.replace("\\\n", " ").splitlines()
     commands = [" ".join(line.split()) for line in lines if line.startswith("python -m")]
     assert [README_CELL.match(c).group(1) for c in commands] == ["lrgb", "transfer",

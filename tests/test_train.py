@@ -176,7 +176,7 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     """A checkpoint written before a later TrainConfig field stays resumable: this is the
     fingerprint a Peptides-func SWAN-learn program wrote on 2026-11-28 (CPU bundle, epoch
     53), before `shard_runs` existed; adding that field to the identity orphaned it."""
-    from swan_jax.train._folder import fingerprint
+    from swan_jax.train._folder import accepted_fingerprints, fingerprint
 
     cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=0.001,
                       weight_decay=0.0, loss="bce", metric="ap", task_level="graph",
@@ -190,22 +190,38 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     assert fingerprint(sharded, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
     other = TrainConfig(**{**cfg.__dict__, "batch_size": 32})
     assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
+    # Format 1 (no number) also takes what the code with `shard_runs` in the identity
+    # wrote for this program (computed with that code).
+    assert accepted_fingerprints(cfg, runs, {"program": "1c14b83717"}) == {
+        2: ("774d20f04d93ec4e",), 1: ("774d20f04d93ec4e", "9bdeff0016665965")}
 
 
-def _rewrite_fingerprint(epoch_folder: Path, value: str) -> None:
-    """Give a saved checkpoint's JSON metadata another fingerprint, as older code wrote."""
+def _rewrite_fingerprint(epoch_folder: Path, value: str, fmt: int | None) -> None:
+    """Give a saved checkpoint's JSON metadata another fingerprint and format (None: no
+    number, as code before the format number wrote)."""
     (meta,) = [f for f in (epoch_folder / "meta").iterdir() if f.is_file()
                and "fingerprint" in f.read_text()]
     payload = json.loads(meta.read_text())
     payload["fingerprint"] = value
+    payload.pop("fingerprint_format", None)
+    if fmt is not None:
+        payload["fingerprint_format"] = fmt
     meta.write_text(json.dumps(payload))
 
 
 def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
-    """Folders saved while `shard_runs` was in the identity resume, and are saved anew
-    under today's fingerprint; any other fingerprint is still refused."""
+    """Checkpoints without a fingerprint format number (format 1) resume under either form
+    that older code wrote, `shard_runs` in the identity or not, and are saved anew under
+    today's format and fingerprint; a numbered checkpoint resumes under its own format's
+    fingerprint only, and an unknown format or any other fingerprint is refused."""
     from swan_jax.runs.checkpoint import CheckpointStore
-    from swan_jax.train._folder import RUN_FILE, fingerprint
+    from swan_jax.train._folder import (
+        FINGERPRINT_FORMAT,
+        RUN_FILE,
+        UNNUMBERED_FORMAT,
+        accepted_fingerprints,
+        fingerprint,
+    )
 
     data = splits(line_swap_dataset())
     cfg = TrainConfig(epochs=1, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
@@ -214,18 +230,32 @@ def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     runs = [(dict(r["hparams"]), r["seed"]) for r in meta["runs"]]
     extra = None
     assert meta["fingerprint"] == fingerprint(cfg, runs, extra)
-    old = fingerprint(cfg, runs, extra, as_written_before="2026-11-28")
-    assert old != meta["fingerprint"]
-    store = CheckpointStore(tmp_path)
-    _rewrite_fingerprint(tmp_path / str(store.latest_epoch()), old)
-    more = TrainConfig(epochs=2, batch_size=4, checkpoint_dir=str(tmp_path), resume=True,
-                       progress=False)
-    out = train(model_fn, data, more, GRID[:1])
-    assert len(out.history) == 2
-    _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()),
-                         "0123456789abcdef")
-    with pytest.raises(ValueError, match="belongs to another configuration"):
-        train(model_fn, data, TrainConfig(**{**more.__dict__, "epochs": 3}), GRID[:1])
+    accepted = accepted_fingerprints(cfg, runs, extra)
+    assert accepted[FINGERPRINT_FORMAT] == (meta["fingerprint"],)
+    (old,) = set(accepted[UNNUMBERED_FORMAT]) - {meta["fingerprint"]}
+    assert old == fingerprint(cfg, runs, extra, also={"shard_runs": False})
+
+    def latest() -> Path:
+        return tmp_path / str(CheckpointStore(tmp_path).latest_epoch())
+
+    def resume(epochs: int):
+        more = TrainConfig(epochs=epochs, batch_size=4, checkpoint_dir=str(tmp_path),
+                           resume=True, progress=False)
+        return train(model_fn, data, more, GRID[:1])
+
+    _rewrite_fingerprint(latest(), old, None)
+    assert len(resume(2).history) == 2
+    saved = next(f for f in (latest() / "meta").iterdir() if "fingerprint" in f.read_text())
+    assert json.loads(saved.read_text())["fingerprint_format"] == FINGERPRINT_FORMAT
+    _rewrite_fingerprint(latest(), meta["fingerprint"], None)
+    assert len(resume(3).history) == 3
+    refused = [(old, FINGERPRINT_FORMAT, "belongs to another configuration"),
+               ("0123456789abcdef", None, "belongs to another configuration"),
+               (meta["fingerprint"], FINGERPRINT_FORMAT + 1, "fingerprint format")]
+    for value, fmt, message in refused:
+        _rewrite_fingerprint(latest(), value, fmt)
+        with pytest.raises(ValueError, match=message):
+            resume(4)
 
 
 def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):

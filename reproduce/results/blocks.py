@@ -1,17 +1,17 @@
-"""Markdown pieces every section shares: tables, the cells of the runs, a run's protocol."""
+"""Pieces every part of the documents shares: a markdown table, the cells of the runs, what a
+row says about how its number was obtained, and a run's protocol block."""
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from reproduce.results import protocol
-from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run
+from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, cell_axes
 
-NOT_RUN = "not run"
 # The legacy `label_columns` names of the graph-property experiment -> label settings
 # (swan_jax.data.graphprop: "paper" columns normalised = "faithful", "adgn" = "swan-code").
 LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
@@ -40,12 +40,26 @@ CELL_KEYS: dict[str, Callable[[Mapping[str, Any]], tuple]] = {
 }
 
 
+NODE_CLASSIFICATION = ("node_classification", "node-classification", "nodeclass",
+                       "tolokers", "heterophily")
+
+
+def kind(run: Run) -> str:
+    """The paper experiment a run belongs to (node classification has several names)."""
+    return "node_classification" if run.experiment in NODE_CLASSIFICATION else run.experiment
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     """A markdown table (cells are str()-ed; `|` escaped)."""
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     return [line(header), "|" + " --- |" * len(header), *(line(r) for r in rows), ""]
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
 def device(run: Run) -> str:
@@ -55,8 +69,9 @@ def device(run: Run) -> str:
     return name + (f" ({machine['device_kind']})" if machine.get("device_kind") else "")
 
 
-def devices(runs: Sequence[Run]) -> str:
-    return ", ".join(dict.fromkeys(f"{device(r)} [{r.name}]" for r in runs)) or "no run"
+def short_device(label: str) -> str:
+    """"cuda:0 (NVIDIA H200)" -> "NVIDIA H200", "cpu:0 (cpu)" -> "CPU"."""
+    return re.sub(r"cpu:\d+( \(cpu\))?", "CPU", re.sub(r"cuda:\d+ \((.*?)\)", r"\1", label))
 
 
 def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
@@ -74,90 +89,19 @@ def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
     return out
 
 
-def ordered_keys(expected: Mapping[str, Sequence], found: Iterable[tuple]) -> list[tuple]:
-    """The paper's cells in its order (every one, run or not), then any other cell run."""
-    keys = list(itertools.product(*expected.values()))
-    return keys + sorted((k for k in dict.fromkeys(found) if k not in keys), key=str)
-
-
-def epochs_seeds(cell: Mapping[str, Any]) -> tuple[str, str]:
+def epochs_range(cell: Mapping[str, Any]) -> str:
+    """Epochs the cell's seeds ran: "100", or "68-100" when they differ."""
     epochs = cell.get("epochs_run") or []
-    seeds = cell.get("seeds") or []
-    diverged = sum(bool(d) for d in cell.get("diverged") or [])
-    return (str(max(epochs)) if epochs else "–",
-            f"{len(seeds)}" + (f" ({diverged} diverged)" if diverged else ""))
+    if not epochs:
+        return "–"
+    low, high = min(epochs), max(epochs)
+    return str(high) if low == high else f"{low}-{high}"
 
 
-def _in_progress_line(run: Run) -> str | None:
-    """Programs without a record when collected (a folder whose program has a record had
-    finished: older collections listed those too)."""
-    finished = {r.get("program") for r in run.records}
-    running = [p for p in run.collected.get("in_progress") or []
-               if p.get("program") not in finished]
-    if not running:
-        return None
-    items = [f"`{p['name']}` {p.get('epochs_done', 0)}/{p.get('epochs_cap')} epochs"
-             for p in running[:8]]
-    more = f" and {len(running) - 8} more" if len(running) > 8 else ""
-    return "- In progress when collected (not in the tables): " + ", ".join(items) + more
-
-
-def _pooled_line(run: Run, paper: Mapping[str, Any]) -> str | None:
-    """For cells pooled over official splits: how many each row pools (the notes may
-    name the splits planned, not those finished)."""
-    planned = (paper.get("protocol") or {}).get("splits")
-    counts = [(model_name(c), len(c.get("per_seed") or [])) for c in run.cells
-              if any("split" in s for s in c.get("per_seed") or [])]
-    if not counts or not planned:
-        return None
-    return ("- Splits pooled in the table (finished programs only): "
-            + ", ".join(f"{m} {n} of {planned}" for m, n in counts))
-
-
-def protocol_block(run: Run, paper: Mapping[str, Any]) -> list[str]:
-    """What a run ran, where, how long, and how it departs from the paper's protocol."""
-    cfg, coll = run.config, run.collected
-    sizes = protocol.split_sizes(cfg)
-    data = ("/".join(map(str, sizes)) + " train/val/test graphs" if sizes else
-            f"first {cfg['limit']} raw rows / graphs per split" if cfg.get("limit") else
-            "the full data (official splits)" if "limit" in cfg else
-            "as the experiment loads it (the configuration sets no size)")
-    patience = cfg.get("patience")
-    lines = [f"#### Run `{run.name}` ({run.experiment})", "",
-             f"- Files: `reproductions/{run.name}/` (results.json, config.toml"
-             + (", history.json" if run.history else "") + "), collected from "
-             f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
-             f"- Machine: {protocol.machine_line(run.machine)}",
-             f"- Data: {data}",
-             f"- Training: up to {cfg.get('epochs')} epochs, "
-             + ("no early stopping" if patience is None else f"patience {patience}")
-             + f", batch {cfg.get('batch_size')}, {cfg.get('optimizer')}, solver "
-             f"{cfg.get('solver', 'euler')}; seeds {', '.join(map(str, cfg.get('seeds') or []))}",
-             f"- Grid searched: {protocol.grid_line(cfg)}; selection by the best mean "
-             f"validation metric over seeds, test read at each run's best validation epoch",
-             f"- Wall time: {protocol.wall_line(run.records)}"]
-    if run.results.get("stub"):
-        lines.append(f"- results.json: {run.results['stub']}")
-    running = _in_progress_line(run)
-    lines += [running] if running else []
-    pooled = _pooled_line(run, paper)
-    lines += [pooled] if pooled else []
-    proto = paper.get("protocol") or {}
-    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
-    whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
-             else "the paper's protocol")
-    lines.append(f"- Departures from {whose}: " + (
-        "; ".join(found) if found else "none found in the configuration"
-        if proto else "no paper protocol to compare with"))
-    notes = [n for n in coll.get("notes") or [] if n] + ([coll["note"]] if coll.get("note")
-                                                         else [])
-    if notes:
-        lines.append("- Notes: " + "; ".join(notes))
-    if run.results.get("not_run"):
-        lines.append("- Cells skipped for missing data (`--skip-missing`): "
-                     + "; ".join(run.results["not_run"]))
-    lines += [f"- Problem: {p}" for p in run.problems]
-    return lines + [""]
+def best_config(cell: Mapping[str, Any]) -> str:
+    best = cell.get("best_hparams") or {}
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in sorted(best.items())) or "–"
 
 
 # ====================================================================== per cell
@@ -168,7 +112,7 @@ IMPROVING_SHARE = 0.1  # best epoch in the last 10% of the epochs run: still imp
 
 @dataclasses.dataclass(frozen=True)
 class CellFacts:
-    """What a row says about how its number was obtained (issue 20, item 5)."""
+    """What a row says about how its number was obtained."""
 
     departures: tuple[str, ...]  # short departures from the paper's protocol; () = full
     converged: str  # "yes", "still improving (k of n seeds)", "–"
@@ -193,13 +137,10 @@ def converged(cell: Mapping[str, Any], cap: Any) -> str:
                  and s.get("epochs_run") == cap
                  and s.get("best_epoch", -1) >= s["epochs_run"] - max(
                      1, round(IMPROVING_SHARE * s["epochs_run"]))]
-    return (f"still improving ({len(improving)} of {len(seeds)} seeds best in the last "
-            f"10% of {cap} epochs)" if improving else "yes")
+    return f"still improving ({len(improving)} of {len(seeds)} seeds)" if improving else "yes"
 
 
-def _cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from reproduce.results.store import cell_axes
-
+def cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [r for r in run.records
             if all(cell.get(a) == r[a] for a in cell_axes(r) if a in cell)]
 
@@ -209,7 +150,7 @@ def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
     campaign cell that also trained on another device kind (a program resumed from a
     bundle on another machine), the epochs it trained there."""
     names = []
-    for rec in _cell_records(run, cell):
+    for rec in cell_records(run, cell):
         machine = rec.get("machine") or {}
         name = str(machine.get("device", "unknown device"))
         names.append(name + (f" ({machine['device_kind']})" if machine.get("device_kind")
@@ -241,28 +182,6 @@ def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
     return f"; also {', '.join(others)}" if others else ""
 
 
-def cell_departures(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
-                    paper_points: int | None = None) -> tuple[str, ...]:
-    """The run's departures, with the grid counted for this cell: the points it searched
-    (`grid_points` of its summary) against the paper's points for this cell (`paper_points`,
-    default: the paper's whole grid); pooled splits against the paper's."""
-    proto = paper.get("protocol") or {}
-    items = [short for short, _ in protocol.departures(run.config, proto)
-             if not short.startswith("grid ")]
-    outside = [d for d in protocol.grid_departures(run.config.get("grid") or {},
-                                                   proto.get("grid") or {}) if "outside" in d]
-    points = paper_points if paper_points is not None else protocol.grid_points(proto)
-    ours = cell.get("grid_points")
-    if isinstance(ours, int) and proto.get("grid") and ours < points:
-        items.append(f"grid {ours} of {points} points")
-    items += outside
-    splits = proto.get("splits")
-    pooled = len(cell.get("per_seed") or [])
-    if splits and any("split" in s for s in cell.get("per_seed") or []) and pooled < splits:
-        items.append(f"{pooled} of {splits} splits")
-    return tuple(items)
-
-
 def reworded(text: str, proto: Mapping[str, Any]) -> str:
     """A departure against a reference protocol that is not the paper's (`name`)."""
     name = proto.get("name")
@@ -271,23 +190,105 @@ def reworded(text: str, proto: Mapping[str, Any]) -> str:
     return text.replace("(paper ", f"({name} ").replace("the paper's", f"the {name}'s")
 
 
-def cell_facts(run: Run, cell: Mapping[str, Any], paper: Mapping[str, Any],
+def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
+                    paper_points: int | None = None) -> tuple[str, ...]:
+    """The run's departures, with the grid counted for this cell: the points it searched
+    (`grid_points` of its summary) against the paper's points for this cell (`paper_points`,
+    default: the paper's whole grid); pooled splits against the paper's."""
+    items = [short for short, _ in protocol.departures(run.config, proto)]
+    points = paper_points if paper_points is not None else protocol.grid_points(proto)
+    ours = cell.get("grid_points")
+    if isinstance(ours, int) and proto.get("grid") and ours < points:
+        items.append(f"grid {ours} of {points} points")
+    for axis, theirs in (proto.get("grid") or {}).items():  # values the paper never tried
+        outside = [v for v in (run.config.get("grid") or {}).get(axis, []) if v not in theirs]
+        items += [f"{axis} {protocol.fmt_set(outside)} (paper {protocol.fmt_set(theirs)})"
+                  ] if outside else []
+    splits, seeds = proto.get("splits"), cell.get("per_seed") or []
+    if splits and any("split" in s for s in seeds) and len(seeds) < splits:
+        items.append(f"{len(seeds)} of {splits} splits")
+    return tuple(reworded(d, proto) for d in items)
+
+
+def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                paper_points: int | None = None) -> CellFacts:
     from swan_jax.experiments.sweep import duration
 
     wall = cell.get("wall_time")
-    proto = paper.get("protocol") or {}
-    return CellFacts(departures=tuple(reworded(d, proto) for d in cell_departures(
-                         run, cell, paper, paper_points)),
+    return CellFacts(departures=cell_departures(run, cell, proto, paper_points),
                      converged=converged(cell, run.config.get("epochs")),
                      device=cell_device(run, cell),
                      wall="–" if not isinstance(wall, int | float) else duration(wall))
 
 
-def epochs_range(cell: Mapping[str, Any]) -> str:
-    """Epochs the cell's seeds ran: "100", or "68-100" when they differ."""
-    epochs = cell.get("epochs_run") or []
-    if not epochs:
-        return "–"
-    low, high = min(epochs), max(epochs)
-    return str(high) if low == high else f"{low}-{high}"
+# ================================================================== a run's protocol
+
+
+def searched_grid(run: Run) -> str:
+    """The grid the run's programs searched (the union of their runs' settings; the
+    configured grid when no program finished): a cell searches its experiment's sub-grid
+    (ADGN has no beta, a regular graph keeps one), so this may differ from the config."""
+    axes: dict[str, list] = {}
+    for rec in run.records:
+        for r in rec.get("runs") or []:
+            for axis, value in (r.get("hparams") or {}).items():
+                axes.setdefault(axis, [])
+                if value not in axes[axis]:
+                    axes[axis].append(value)
+    if not axes:
+        return protocol.grid_line(run.config)
+    return protocol.grid_line({"grid": axes}) + " over its programs"
+
+
+def _in_progress_line(run: Run) -> str | None:
+    """Programs without a record when collected."""
+    finished = {r.get("program") for r in run.records}
+    running = [p for p in run.collected.get("in_progress") or []
+               if p.get("program") not in finished]
+    if not running:
+        return None
+    items = [f"`{p['name']}` {p.get('epochs_done', 0)}/{p.get('epochs_cap')} epochs"
+             for p in running[:8]]
+    more = f" and {len(running) - 8} more" if len(running) > 8 else ""
+    return "- In progress when collected (not in the tables): " + ", ".join(items) + more
+
+
+def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
+    """What a run ran, where, how long, and how it departs from the paper's protocol."""
+    cfg, coll = run.config, run.collected
+    sizes = protocol.split_sizes(cfg)
+    data = ("/".join(map(str, sizes)) + " train/val/test graphs" if sizes else
+            f"first {cfg['limit']} raw rows / graphs per split" if cfg.get("limit") else
+            "the full data (official splits)" if "limit" in cfg else
+            "as the experiment loads it (the configuration sets no size)")
+    patience = cfg.get("patience")
+    files = ["results.json", "config.toml"] + (["history.json"] if run.history else [])
+    lines = [f"- Files: `reproductions/{run.name}/` ({', '.join(files)}), collected from "
+             f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
+             f"- Machine: {protocol.machine_line(run.machine)}",
+             f"- Data: {data}",
+             f"- Training: up to {cfg.get('epochs')} epochs, "
+             + ("no early stopping" if patience is None else f"patience {patience}")
+             + f", batch {cfg.get('batch_size')}, {cfg.get('optimizer')}, solver "
+             f"{cfg.get('solver', 'euler')}; seeds {', '.join(map(str, cfg.get('seeds') or []))}",
+             f"- Grid searched: {searched_grid(run)}; selection by the best mean validation "
+             f"metric over seeds, test read at each run's best validation epoch",
+             f"- Wall time: {protocol.wall_line(run.records)}"]
+    if run.results.get("stub"):
+        lines.append(f"- results.json: {run.results['stub']}")
+    lines += [line for line in [_in_progress_line(run)] if line]
+    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
+    whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
+             else "the paper's protocol")
+    lines.append(f"- Departures from {whose}: " + (
+        "; ".join(found) if found else "none found in the configuration"
+        if proto else "no paper protocol to compare with"))
+    notes = [n for n in coll.get("notes") or [] if n] + ([coll["note"]] if coll.get("note")
+                                                         else [])
+    if notes:
+        lines.append("- Notes: " + "; ".join(notes))
+    if run.results.get("not_run"):
+        lines.append("- Cells skipped for missing data (`--skip-missing`): "
+                     + "; ".join(run.results["not_run"]))
+    lines += [f"- Problem: {p}" for p in run.problems]
+    return lines + [""]

@@ -2,6 +2,7 @@
 
 * `transfer_figure`: test MSE against the distance k, one panel per topology, our mean
   (band: ± std over seeds) beside the authors' plotted values (hollow markers, dashed);
+* `paired_figure`: a paper table's cells, ours beside the paper's, one panel per column;
 * `curves_figure`: per collected program with a history, the validation and test metric
   per epoch of each seed, with the paper's value (band: its std) as a horizontal line.
 """
@@ -17,7 +18,6 @@ from reproduce.results.compare import finite, scale
 
 MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "#d55e00",
                 "sage": "#cc78bc", "gat": "#de8f05", "gps": "#ece133"}
-RUN_STYLES = ("-", "-.", ":")
 
 
 def _subplots(columns: int, width: float, **options: Any):
@@ -34,60 +34,76 @@ def _save(fig, path: Path) -> None:
     fig.savefig(path, dpi=110, metadata={"Software": None})
 
 
-def _our_lines(ax, runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], topology: str,
-               models: Sequence[str]) -> None:
-    for style, (label, cells) in zip(RUN_STYLES * 4, runs, strict=False):
-        for model in models:
-            rows = sorted((c["distance"], c["test_mean"], c.get("test_std") or 0.0)
-                          for c in cells if c["topology"] == topology
-                          and c["model"] == model and finite(c["test_mean"]))
-            if not rows:
-                continue
-            k, mean, std = zip(*rows, strict=True)
-            name = model.upper() + (f" ({label})" if len(runs) > 1 else "")
-            color = MODEL_COLORS.get(model)
-            line, = ax.plot(k, mean, style, marker="o", color=color, label=name)
-            ax.fill_between(k, [max(m - s, m / 10) for m, s in zip(mean, std, strict=True)],
-                            [m + s for m, s in zip(mean, std, strict=True)],
-                            color=line.get_color(), alpha=0.15, linewidth=0)
-
-
-def transfer_figure(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
-                    authors: Mapping[str, Any], path: Path, device: str) -> bool:
-    """Draw our transfer cells (per run label) beside the authors' values; False when no
-    run has a finite cell."""
-    cells = [c for _, rows in runs for c in rows if finite(c.get("test_mean"))]
-    if not cells:
+def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
+                    distances: Mapping[tuple[str, str], Sequence[int]], path: Path) -> bool:
+    """Test MSE against k, one panel per topology: ours (filled, band ± std) beside the
+    paper's (hollow, dashed). `points`: (topology, model, paper, ours) per cell in
+    `distances`' order; False when nothing of ours is finite."""
+    if not any(p[3] and finite(p[3][0]) for p in points):
         return False
     from matplotlib.ticker import NullLocator
 
-    topologies = authors["topologies"]
-    models = [m for m in authors["models"] if any(c["model"] == m for c in cells)]
-    models += sorted({c["model"] for c in cells} - set(models))
+    topologies = list(dict.fromkeys(p[0] for p in points))
     fig, axes = _subplots(len(topologies), 5.2, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
-        _our_lines(ax, runs, topology, models)
-        for model in models:
-            points = [(int(k), row[model]["mean"]) for k, row in
-                      authors["values"][topology].items() if model in row]
-            if points:
-                k, mean = zip(*sorted(points), strict=True)
+        for model in dict.fromkeys(p[1] for p in points if p[0] == topology):
+            ks = distances[(topology, model)]
+            rows = [(k, p[2], p[3]) for k, p in zip(ks, [q for q in points if q[:2] == (
+                topology, model)], strict=True)]
+            color = MODEL_COLORS.get(model.lower())
+            ours = [(k, o[0], o[1]) for k, _, o in rows if o and finite(o[0])]
+            if ours:
+                k, mean, std = zip(*ours, strict=True)
+                ax.plot(k, mean, "-", marker="o", color=color, label=model)
+                ax.fill_between(k, [max(m - s, m / 10) for m, s in zip(mean, std, strict=True)],
+                                [m + s for m, s in zip(mean, std, strict=True)], color=color,
+                                alpha=0.15, linewidth=0)
+            theirs = [(k, r[0]) for k, r, _ in rows if r]
+            if theirs:
+                k, mean = zip(*theirs, strict=True)
                 ax.plot(k, mean, "--", marker="s", markerfacecolor="none", linewidth=0.8,
-                        color=MODEL_COLORS.get(model), label=f"{model.upper()} (authors)")
-        distances = sorted({int(k) for k in authors["values"][topology]}
-                           | {c["distance"] for c in cells})
-        ax.set(xscale="log", yscale="log", title=topology.replace("-", " ").title(),
-               xlabel="distance k (hops)")
-        ax.set_xticks(distances, [str(d) for d in distances])
+                        color=color, label=f"{model} (paper)")
+        every = sorted({k for (t, _), ks in distances.items() if t == topology for k in ks})
+        ax.set(xscale="log", yscale="log", title=topology, xlabel="distance k (hops)")
+        ax.set_xticks(every, [str(d) for d in every])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("test MSE")
-    handles = {label: handle for ax in axes[0]
-               for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
-    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=7, loc="lower right",
-                       ncol=2)
-    fig.suptitle(f"Graph transfer: ours (solid, ± std over seeds; {device}) vs the authors' "
-                 f"Figure 3 values (hollow, dashed)", fontsize=10)
+    axes[0][-1].legend(fontsize=7, loc="lower right", ncol=2)
+    fig.suptitle("Graph transfer: ours (solid, ± std over seeds) vs the paper's Figure 3 "
+                 "(hollow, dashed); the rows of RESULTS.md", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    return True
+
+
+def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]], path: Path,
+                  title: str, ylabel: str, log: bool = False) -> bool:
+    """One panel per paper column: per row label, the paper's value (hollow square, bar:
+    its std) beside ours (filled circle, bar: our std); False when nothing of ours."""
+    if not any(p[3] and finite(p[3][0]) for p in points):
+        return False
+    panels = list(dict.fromkeys(p[0] for p in points))
+    fig, axes = _subplots(len(panels), max(2.5, 0.55 * max(
+        sum(p[0] == panel for p in points) for panel in panels) + 1.2))
+    for ax, panel in zip(axes[0], panels, strict=True):
+        rows = [p for p in points if p[0] == panel]
+        for x, (_, _, paper, ours) in enumerate(rows):
+            if paper:
+                ax.errorbar(x - 0.12, paper[0], yerr=paper[1] or 0, fmt="s", color="black",
+                            markerfacecolor="none", label="paper" if x == 0 else None)
+            if ours and finite(ours[0]):
+                ax.errorbar(x + 0.12, ours[0], yerr=ours[1] or 0, fmt="o", color="#029e73",
+                            label="ours" if not any(r[3] for r in rows[:x]) else None)
+        ax.set_xticks(range(len(rows)), [p[1] for p in rows], rotation=45, ha="right",
+                      fontsize=8)
+        ax.set(title=panel, yscale="log" if log else "linear")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    handles = {label: h for ax in axes[0] for h, label in zip(*ax.get_legend_handles_labels(),
+                                                              strict=True)}
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     _save(fig, path)
     return True

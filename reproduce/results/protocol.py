@@ -78,29 +78,13 @@ def _values(values: Any) -> list:
     return list(values) if isinstance(values, list | tuple) else [values]
 
 
-def _fmt_set(values: Sequence) -> str:
+def fmt_set(values: Sequence) -> str:
     return "{" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values) + "}"
 
 
-def grid_departures(grid: Mapping[str, Any], paper_grid: Mapping[str, Any]) -> list[str]:
-    """Per axis: a sub-grid of the paper's, values outside it, or an axis it lacks."""
-    out = []
-    for axis, paper_values in paper_grid.items():
-        ours = _values(grid.get(axis, []))
-        if not ours:
-            continue
-        outside = [v for v in ours if v not in paper_values]
-        if outside:
-            out.append(f"{axis} {_fmt_set(outside)} outside the paper's {_fmt_set(paper_values)}")
-        elif len(ours) < len(paper_values):
-            out.append(f"{axis} {_fmt_set(ours)} of the paper's {_fmt_set(paper_values)}")
-    out += [f"{axis} {_fmt_set(_values(v))} (not in the paper's grid)" for axis, v in
-            grid.items() if axis not in paper_grid and len(_values(v)) > 1]
-    return out
-
-
 def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(short, long) per departure of `config` from the paper's `protocol`."""
+    """(short, long) per departure of `config` from the paper's `protocol`, the grid aside:
+    a cell searches its experiment's sub-grid of it (`blocks.cell_departures`)."""
     out: list[tuple[str, str]] = []
     sizes, paper_sizes = split_sizes(config), paper.get("data")
     if isinstance(paper_sizes, list) and sizes is not None and sizes != paper_sizes:
@@ -122,10 +106,6 @@ def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tupl
     for key in ("optimizer", "batch_size", "hidden"):
         if key in paper and key in config and config[key] != paper[key]:
             out.append((f"{key} {config[key]}", f"{key} {config[key]} (paper {paper[key]})"))
-    grid = grid_departures(config.get("grid") or {}, paper.get("grid") or {})
-    if grid:
-        out.append((f"grid {grid_points(config)} of {grid_points(paper)} points",
-                    "grid: " + "; ".join(grid)))
     if config.get("solver", "euler") != "euler":
         out.append((f"solver {config['solver']}", f"solver {config['solver']} (paper: "
                                                    f"explicit Euler layers)"))
@@ -158,7 +138,7 @@ def machine_line(machine: Mapping[str, Any]) -> str:
 
 def grid_line(config: Mapping[str, Any]) -> str:
     grid = config.get("grid") or {}
-    axes = [f"{axis} {_fmt_set(_values(v))}" for axis, v in grid.items()]
+    axes = [f"{axis} {fmt_set(_values(v))}" for axis, v in grid.items()]
     return " x ".join(axes) + f" ({grid_points(config)} point(s))" if axes else "none"
 
 

@@ -1,271 +1,419 @@
-"""One RESULTS.md section per experiment: every paper cell (run or "not run"), ours beside
-the reference and a verdict, then the protocol of each run that produced a number."""
+"""RESULTS.md's paper tables: per table of the paper, one row per cell it reports that this
+code runs (the models the authors' code runs, SWAN's variants), ours beside the paper's
+value. A row shows the best evidence among the collected runs for its cell: a run at the
+paper's full protocol if any, else the best reduced one; among several, the best mean
+validation metric (the protocol's own selection rule), never the test metric."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+import dataclasses
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reproduce.results import compare, figures
+from reproduce.results import compare
 from reproduce.results.blocks import (
     CELL_KEYS,
-    NOT_RUN,
+    CellFacts,
     cell_facts,
+    cell_records,
     cell_rows,
-    devices,
-    epochs_range,
-    epochs_seeds,
     label_setting,
-    ordered_keys,
-    protocol_block,
-    table,
+    short_device,
 )
 from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
 
-LABEL_TITLES = {
-    "paper": "raw labels, ADGN's columns and loss averaging: the pipeline behind the "
-             "paper's Table 1, compared with it",
-    "faithful": "each task its own column, labels divided by their training maximum: the "
-                "task as the paper describes it; the paper reports no number for it, so "
-                "the reference is the constant predictor",
-    "swan-code": "ADGN's columns, normalised labels (the SWAN authors' released loader); "
-                 "no paper number, reference: the constant predictor"}
+NAMES = {"swan": "SWAN", "swan-learn": "SWAN-learn", "adgn": "ADGN", "gcn": "GCN",
+         "gin": "GIN", "sage": "GraphSAGE", "gat": "GAT", "gps": "GPS", "graphcon": "GraphCON",
+         "swan-beta0": "SWAN (beta = 0)", "swan-ne": "SWAN-NE", "swan-learn-ne": "SWAN-learn-NE",
+         "line": "Line", "ring": "Ring", "crossed-ring": "Crossed-Ring", "diameter": "Diameter",
+         "sssp": "SSSP", "eccentricity": "Eccentricity", "peptides-func": "Peptides-func",
+         "peptides-struct": "Peptides-struct", "pascalvoc-sp": "PascalVOC-sp",
+         "tolokers": "Tolokers", "questions": "Questions", "ogbn-arxiv": "ogbn-arxiv"}
+HEADER = ["Paper", "Ours", "Verdict", "Departures from the paper's protocol", "Converged",
+          "Ran on", "Run"]
 
 
-def protocols(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
-    used = [r for r in runs if r.cells or r.collected.get("in_progress")]
-    lines = ["### Protocol of each run", ""] if used else []
-    for run in used:
-        lines += protocol_block(run, paper)
-    return lines
+def name(key: Any) -> str:
+    return NAMES.get(str(key), str(key))
 
 
-# ==================================================================== graph transfer
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One cell of a paper table: its row labels, where our runs keep it, the paper's value."""
+
+    labels: tuple[str, ...]
+    experiment: str
+    key: tuple
+    metric: str
+    paper: tuple[float, float | None] | None
+    panel: str  # the figure's panel (a paper column) and the point's label in it
+    point: str
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def transfer(runs: Sequence[Run], paper: Mapping[str, Any], authors: Mapping[str, Any],
-             figure: Path, figure_link: str) -> list[str]:
-    src = authors["source"]
-    lines = ["## Graph transfer (paper Figure 3)", "",
-             "Test MSE of the target node's value after k hops (layers = k); ours: mean ± "
-             "std over seeds. Reference: the values the authors plot as Figure 3 "
-             f"(`{src['path']}` of {src['repository']} at {src['commit'][:7]}, copied to "
-             "`swan_jax/experiments/references/transfer_figure3.json`; mean over their 4 seeds, "
-             "no spread recorded for SWAN and ADGN). Verdict: orders of magnitude between "
-             "ours and theirs.", ""]
-    rows = cell_rows(runs, CELL_KEYS["transfer"])
-    drawn = figures.transfer_figure([(r.name, r.cells) for r in runs], authors, figure,
-                                    devices(runs))
-    lines += ([f"![graph transfer]({figure_link})", ""] if drawn
-              else ["No transfer cell has been collected yet: no figure.", ""])
-    header = ["k", "Model", "Ours: test MSE", "Authors (Fig. 3)", "Verdict", "Epochs run",
-              "Seeds", "Converged", "Protocol", "Best configuration", "Wall", "Run (device)"]
-    missing = paper.get("not_implemented") or {}
-    for topology in paper["expected"]["topology"]:
-        keys = [k for k in ordered_keys(paper["expected"], rows) if k[0] == topology]
-        body = []
-        for key in keys:
-            ref = authors["values"].get(topology, {}).get(str(key[1]), {}).get(key[2])
-            theirs = compare.mean_std(ref["mean"], ref["std"], "mse") if ref else "–"
-            if key not in rows:
-                body.append([key[1], key[2].upper(), "not implemented" if key[2] in missing
-                             else NOT_RUN, theirs, "–", *[""] * 7])
-            for run, cell in rows.get(key, []):
-                verdict = compare.orders(cell["test_mean"], ref["mean"])[1] if ref else "–"
-                facts = cell_facts(run, cell, paper, paper_cell_points("transfer", cell))
-                body.append([key[1], key[2].upper(),
-                             compare.mean_std(cell["test_mean"], cell.get("test_std"), "mse"),
-                             theirs, verdict, epochs_range(cell), epochs_seeds(cell)[1],
-                             facts.converged, facts.protocol, best_config(cell), facts.wall,
-                             f"{run.name} ({facts.device})"])
-        lines += [f"### {topology.replace('-', ' ').title()}", "", *table(header, body)]
-    notes = [f"{name.upper()}: {why}." for name, why in missing.items()]
-    return lines + notes + ([""] if notes else []) + protocols(runs, paper)
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    run: Run
+    summary: dict[str, Any]
+    facts: CellFacts
+    note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
 
 
-def best_config(cell: Mapping[str, Any]) -> str:
-    best = cell.get("best_hparams") or {}
-    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                     for k, v in sorted(best.items())) or "–"
+@dataclasses.dataclass
+class PaperTable:
+    """A table (or figure) of the paper, as RESULTS.md shows it."""
+
+    name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
+    heading: str
+    columns: tuple[str, ...]
+    cells: list[Cell]
+    intro: str
+    notes: list[str]
+    literature: Mapping[str, Any]  # {"cells": n, "rows": "..."}: the paper's other rows
+    figure: str  # file name under reproductions/figures/
+    log: bool = False  # the figure's y axis on a log scale (MSE)
+    ylabel: str = ""
 
 
-# ============================================================ graph property prediction
+# ======================================================================= the evidence
 
 
-def constant_score(runs: Sequence[Run], task: str, setting: str) -> tuple[float, str] | None:
-    """The constant predictor's test log10 MSE of (task, setting), and the run it is from:
-    a cell of model "constant", or a `constant_predictor` list / mapping in results.json."""
-    entry = _constant_entry(runs, task, setting)
-    return None if entry is None else (entry[0], entry[1])
+def _validation_rank(summary: Mapping[str, Any]) -> float:
+    val = summary.get("val_mean")
+    if not compare.finite(val):
+        return math.inf
+    return -val if compare.higher_is_better(str(summary.get("metric", ""))) else val
 
 
-def _constant_entry(runs: Sequence[Run], task: str, setting: str
-                    ) -> tuple[float, str, float | None] | None:
-    """`(test pooled, run, test authors' score or None)` of the constant predictor."""
+def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, Any]
+           ) -> tuple[Evidence | None, list[Evidence]]:
+    """(the row's evidence, every candidate): full protocol first, then the best mean
+    validation metric."""
+    candidates = []
+    for run, summary in found:
+        points = paper_cell_points(cell.experiment, summary)
+        candidates.append(Evidence(run, summary, cell_facts(run, summary, proto, points),
+                                   _row_note(cell, run, summary)))
+    ranked = sorted(candidates, key=lambda e: (not e.facts.full, _validation_rank(e.summary)))
+    return (ranked[0] if ranked else None), candidates
+
+
+def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
+    """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
+    if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
+        return ""
+    from swan_jax.data.transfer import beta_matters
+
+    variant = run.config.get("data_variant") or (run.config.get("data_options") or {}).get(
+        "variant") or "paper"
+    if beta_matters(summary["topology"], summary["distance"], variant=variant):
+        return ""
+    return "beta not searched: no effect on a regular graph"
+
+
+def departures(evidence: Evidence) -> str:
+    text = "none" if evidence.facts.full else "; ".join(evidence.facts.departures)
+    return f"{text} ({evidence.note})" if evidence.note else text
+
+
+# ============================================================= ours and the verdict
+
+
+def _scaled(summary: Mapping[str, Any], metric: str, key: str = "test") -> tuple[float, float]:
+    factor = compare.scale(metric)
+    return factor * summary[f"{key}_mean"], factor * (summary.get(f"{key}_std") or 0.0)
+
+
+def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
+          ) -> tuple[str, str, float]:
+    """(ours, verdict, the value drawn) for one cell."""
+    metric, ref = cell.metric, cell.paper
+    if cell.experiment == "transfer":
+        ours = summary["test_mean"]
+        verdict = compare.orders(ours, ref[0])[1] if ref else "–"
+        return compare.mean_std(ours, summary.get("test_std"), metric), verdict, ours
+    if cell.experiment == "graphprop":
+        return _graphprop(cell, summary, constants.get(cell.key[0]))
+    mean, std = _scaled(summary, metric)
+    verdict = "–" if ref is None else compare.against_paper(mean, ref[0], ref[1], metric)[1]
+    return compare.mean_std(mean, std, metric), verdict, mean
+
+
+def _graphprop(cell: Cell, summary: Mapping[str, Any], constant: float | None
+               ) -> tuple[str, str, float]:
+    """The authors' batch-averaged score where the run recorded it, else the pooled one;
+    a model no better than the constant predictor is compared with it only."""
+    authors = summary.get("authors_test_mean")
+    score = summary["test_mean"] if authors is None else authors
+    std = summary.get("test_std" if authors is None else "authors_test_std")
+    ours = compare.mean_std(score, std, "log10_mse") + (" (pooled)" if authors is None
+                                                          else "")
+    if compare.at_floor(summary["test_mean"], constant):
+        return ours, compare.against_constant(summary["test_mean"], constant)[1], score
+    if cell.paper is None:
+        return ours, "–", score
+    return ours, compare.against_paper(score, *cell.paper, "log10_mse")[1], score
+
+
+def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[float, str]]:
+    """Task -> (the constant predictor's test log10 MSE, its run): a cell of model
+    "constant", or a `constant_predictor` list in results.json."""
+    out: dict[str, tuple[float, str]] = {}
     for run in runs:
-        for cell in run.cells:
-            if (cell.get("model") == "constant" and cell.get("task") == task
-                    and label_setting(cell) == setting):
-                return float(cell["test_mean"]), run.name, cell.get("authors_test_mean")
-        table_ = run.results.get("constant_predictor") or []
-        items = (table_.items() if isinstance(table_, Mapping) else
-                 ((f"{e.get('task')}/{label_setting(e)}", e) for e in table_))
-        for name, entry in items:
-            if name == f"{task}/{setting}":
-                if not isinstance(entry, Mapping):
-                    return float(entry), run.name, None
-                return float(entry["test"]), run.name, entry.get("test_authors")
-    return None
+        for cell in run.results.get("cells") or []:
+            if cell.get("model") == "constant" and label_setting(cell) == setting:
+                out.setdefault(cell["task"], (float(cell["test_mean"]), run.name))
+        for entry in run.results.get("constant_predictor") or []:
+            if isinstance(entry, Mapping) and label_setting(entry) == setting:
+                out.setdefault(entry["task"], (float(entry["test"]), run.name))
+    return out
 
 
-COLUMNS_NOTE = (
-    "**What the columns are.** The paper's \"SSSP\" column is the Laplacian features "
-    "(D - A) x, a one-hop target, and its \"Eccentricity\" column is the single-source "
-    "distances; true eccentricity is never trained; the diameter is right. Both authors' "
-    "loaders read the same node columns: SWAN's `utils/gpp_dataset.py` (lines 87-92) and "
-    "ADGN's `utils/pna_dataset.py` (lines 64-69) train \"sssp\" on node column 2, "
-    "\"ecc\" on column 0 and \"diam\" on graph column 1. ADGN's comment (line 45) "
-    "lists the node columns as `[eccentricity, graph_laplacian_features, sssp]`, but that "
-    "is only PNA's command-line default order: PNA's generator "
-    "(`multitask_benchmark/datasets_generation/multitask_dataset.py`, lines 105-121) "
-    "removes \"sssp\" from that list and stores the distances first, so the columns are "
-    "[single-source distances, eccentricity, Laplacian features]. Independent evidence: "
-    "an accidental results file in gravins/SWAN (commit 79361af, "
-    "`graph_property_prediction/SONAR_NeurIPS25/GraphPropPred/{sssp,ecc,diam}/SONAR/"
-    "results.csv`, 648 configurations of a later model through SWAN's pipeline) reaches "
-    "-6.96 on \"sssp\" with 5 propagation steps, which only a one-hop target allows, "
-    "while its \"ecc\" needs 10 or more steps. The task flags keep the paper's names "
-    "(`--task sssp`); each row names the column it trains. The `faithful` setting trains "
-    "what the names say.")
-SCORES_NOTE = (
-    "**Two scores.** *Pooled*: log10 of the mean over all test graphs of each graph's "
-    "node-mean squared error, at each run's best validation epoch. *Authors'*: log10 of "
-    "the mean of per-batch losses, batches weighted equally (at test 512 + 512 + 256 "
-    "graphs, so each graph of the last batch counts twice), per seed at the same epoch; "
-    "the paper's numbers are of this kind, so the verdict uses it where a run recorded "
-    "it (runs collected before it existed show \"not recorded\" and are judged on the "
-    "pooled score). Both: mean and population std over seeds. Departures: the epoch is "
-    "the one the pooled validation score chose, where the authors choose by their "
-    "batch-averaged validation score, and an exact tie keeps the earlier epoch, theirs "
-    "the later.")
+# =========================================================================== tables
+
+
+def _cells(experiment, labels_of, keys, metric_of, paper_of, panel_of, point_of, extra=None):
+    return [Cell(labels=labels_of(k), experiment=experiment, key=k, metric=metric_of(k),
+                 paper=paper_of(k), panel=panel_of(k), point=point_of(k),
+                 extra=(extra or (lambda k: {}))(k)) for k in keys]
+
+
+def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> PaperTable:
+    spec, src = paper["transfer"], authors["source"]
+
+    def reference(k):
+        ref = authors["values"].get(k[0], {}).get(str(k[1]), {}).get(k[2])
+        return None if ref is None else (ref["mean"], ref.get("std"))
+
+    keys = list(itertools.product(*spec["expected"].values()))
+    cells = _cells("transfer", lambda k: (name(k[0]), str(k[1]), name(k[2])), keys,
+                   lambda k: "mse", reference, lambda k: k[0], lambda k: k[2])
+    return PaperTable(
+        name="Figure 3: graph transfer", heading="Figure 3: graph transfer",
+        columns=("Topology", "k", "Model"), cells=cells, figure="transfer.png", log=True,
+        ylabel="test MSE", literature={"cells": 0, "rows": ""},
+        intro="Test MSE of the target node's value after k hops (layers = k), mean ± std "
+              "over seeds. Paper: the values the authors plot as Figure 3.",
+        notes=[f"The authors' values: `{src['path']}` of {src['repository']} at "
+               f"{src['commit'][:7]}, copied to "
+               "[transfer_figure3.json](swan_jax/experiments/references/transfer_figure3.json)"
+               " (mean over their 4 seeds; no spread recorded for SWAN and ADGN).",
+               "Verdict in orders of magnitude: *within 1 order* when "
+               "|log10(ours / theirs)| <= 1.",
+               "On the ring (a regular graph) SWAN's space term Psi is zero, so grid points "
+               "that differ only in beta train identically; those rows searched one beta "
+               "([`beta_matters`](swan_jax/data/transfer.py))."])
+
+
+AUTHORS_SWAN = ("https://github.com/gravins/SWAN/blob/79361af7086ed9c7cb75426f9c4cab1065280754"
+                "/graph_property_prediction")  # the released code the notes cite
+GRAPHPROP_NOTES = [
+    "Columns: the paper's \"SSSP\" column is the Laplacian features (D - A) x (a one-hop "
+    "target) and its \"Eccentricity\" column the single-source distances: both authors' "
+    "loaders read ADGN's node columns (SWAN's [`utils/gpp_dataset.py`]"
+    "(" + AUTHORS_SWAN + "/utils/gpp_dataset.py#L87-L92), ADGN's `utils/pna_dataset.py` "
+    "lines 64-69; "
+    "[differential report](reproductions/graphprop-differential/REPORT.md)); the `faithful` "
+    "label setting trains what the names say ([RUNS.md](reproductions/RUNS.md) lists any such "
+    "run).",
+    "Ours: the authors' score (log10 of the mean of per-batch losses, as the paper's), "
+    "where the run recorded it; else the pooled score (log10 of the mean per-graph MSE), "
+    "marked *(pooled)*.",
+    "Aggregation `adjacency`: an option of the paper's grid, A (`adj`) or D^-1/2 A D^-1/2 "
+    "(`sym`). The authors' released SWAN ([`models/swan.py`](" + AUTHORS_SWAN + "/models/swan.py), "
+    "default `AntiSymNaiveAggr`) aggregates through `get_adj(normalization='sym')`; its "
+    "plain-sum option `BoundedNaiveAggr` has an unconstrained weight. For "
+    "ADGN, `adj` (a plain neighbour sum) is the authors' ADGN aggregation "
+    "([ADGN differential](reproductions/graphprop-adgn-differential/REPORT.md)).",
+    "Our SWAN's vector field equals the authors' `SWANConv` step to 1.8e-7, and both codes "
+    "learn at the same pace on the same data ([differential check]"
+    "(reproductions/graphprop-differential/REPORT.md)).",
+]
 PLATEAU_NOTE = (
-    "**A plateau, not a floor.** On \"SSSP\" (the Laplacian features, half of them "
-    "negative) a model first learns the positive half and sits near the error of "
-    "predicting every negative target as 0 (val 0.59, test 0.64 in log10 MSE on the full "
-    "data) for a while; the LeakyReLU that ends the reference head is invertible and sets "
-    "no floor there. The paper's own Table 1 lists models far below that level with the "
-    "same column and head (GIN -0.54, GCNII -1.13, ADGN -3.24), and on the CPU ADGN and "
-    "SWAN leave the plateau after 200-430 optimiser steps with epsilon 1 and 740-770 "
-    "with epsilon 0.1 on the full data (the section \"where the plateau ends\" below; "
-    "the screens now run 200 epochs, 2,000 steps). The quarter-data rows below took "
-    "180-600 steps at one grid point; the paper's protocol allows up to 15,000 (10 "
-    "batches x 1,500 epochs) over the whole grid: the gap is budget, not a ceiling. "
-    "And the aggregation: the authors' ADGN sums neighbours plainly (our `A_hat = adj`), "
-    "and the authors' own ADGN pipeline on our data lands where our `adj` does (the "
-    "section \"ADGN against the authors' ADGN code\" below). With `adj` and the paper's "
-    "1,500 epochs on the full data (one seed, one grid point: hidden 30, 5 layers, "
-    "epsilon 0.1, gamma 0.1; rows `graphprop-adgn-adj-1500` and "
-    "`graphprop-swan-adj-1500`), ADGN reaches test -3.06 (paper -3.24) and SWAN -2.95 "
-    "(paper -3.24), both still improving at the cap, where `sym` at the same point "
-    "ended its 1,500 epochs at -1.13 (ADGN) and -0.69 (SWAN): what is left is the grid "
-    "and the seeds. SWAN-learn at SWAN's point (row `graphprop-swan-learn-adj-1500`, "
-    "stopped by patience at epoch 1,445) reaches -2.76 (paper -3.54): below SWAN there, "
-    "where the paper's SWAN-learn is above it, so one point does not settle SWAN-learn's "
-    "row; its screen does. On the other two columns SWAN with `adj` (10 layers, one seed, one "
-    "point; stopped by patience at epochs 683 and 387; row "
-    "`graphprop-swan-adj-diameter-ecc`) reaches -0.26 on the diameter (paper -0.52) and "
-    "0.65 on the single-source distances (paper 0.41), each within a factor 1.9 of the "
-    "paper's MSE by the authors' score.")
+    "**A plateau, not a floor.** On \"SSSP\" a model first sits near the error of "
+    "predicting every negative target as 0, then leaves it after a few hundred optimiser "
+    "steps on the full data ([plateau report](reproductions/graphprop-plateau/REPORT.md)); "
+    "the short screens' rows are budget-bound, not at a ceiling.")
+ONE_POINT_NOTE = (
+    "SSSP at one grid point (hidden 30, 5 layers, epsilon 0.1, `adj`), one seed, the "
+    "paper's 1,500 epochs on the full data: ADGN "
+    "([graphprop-adgn-adj-1500](reproductions/graphprop-adgn-adj-1500/)), SWAN "
+    "([graphprop-swan-adj-1500](reproductions/graphprop-swan-adj-1500/)) and SWAN-learn "
+    "([graphprop-swan-learn-adj-1500](reproductions/graphprop-swan-learn-adj-1500/)); `sym` "
+    "at that point ended its 1,500 epochs at -1.13 (ADGN) and -0.69 (SWAN) ([plateau report]"
+    "(reproductions/graphprop-plateau/REPORT.md)). SWAN-learn lands below SWAN there, where "
+    "the paper has it above: one point does not settle its row.")
+GRAPHPROP_NOTES += [PLATEAU_NOTE, ONE_POINT_NOTE]
 
 
-def task_title(task: str, setting: str) -> str:
-    """The task's flag and the column it trains in the label setting."""
-    from swan_jax.data.graphprop import trained_column
-
-    try:
-        column = trained_column(task, setting)
-    except ValueError:  # a task or setting this version does not know: its name only
-        return task
-    return task if column == task else f"{task} ({column})"
-
-
-def _authors(cell: Mapping[str, Any]) -> str:
-    if cell.get("authors_test_mean") is None:
-        return "not recorded"
-    return compare.mean_std(cell["authors_test_mean"], cell.get("authors_test_std"),
-                            "log10_mse")
-
-
-def _graphprop_row(run: Run, cell, key, reference, constant, paper) -> list[Any]:
-    metric = "log10_mse"
-    floor = None if constant is None else constant[0]
-    authors = cell.get("authors_test_mean")
-    ours = cell["test_mean"] if authors is None else authors
-    if compare.at_floor(cell["test_mean"], floor):
-        verdict = compare.against_constant(cell["test_mean"], floor)[1]
-    elif key[1] == "paper" and reference is not None:
-        verdict = compare.against_paper(ours, reference[0], reference[1], metric)[1]
-        verdict += " (pooled score)" if authors is None else " (authors' score)"
-    else:
-        verdict = compare.against_constant(cell["test_mean"], floor)[1]
-    facts = cell_facts(run, cell, paper, paper_cell_points("graphprop", cell))
-    return [task_title(key[0], key[1]), key[2],
-            compare.mean_std(cell["test_mean"], cell.get("test_std"), metric),
-            _authors(cell), _reference(key, reference), verdict,
-            compare.mean_std(cell.get("val_mean"), cell.get("val_std"), metric),
-            epochs_range(cell), epochs_seeds(cell)[1], facts.converged, facts.protocol,
-            best_config(cell), facts.wall, f"{run.name} ({facts.device})"]
+def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float, str]],
+                    runs_link: Callable[[str], str]) -> PaperTable:
+    spec = paper["graphprop"]
+    setting = (spec.get("reported_labels") or ["paper"])[0]
+    models = [m for m in spec["values"] if m in spec["expected"]["model"]]  # paper order
+    keys = [(task, setting, model) for model in models for task in spec["tasks"]]
+    cells = _cells("graphprop", lambda k: (name(k[2]), name(k[0])), keys,
+                   lambda k: "log10_mse", lambda k: tuple(spec["values"][k[2]][k[0]]),
+                   lambda k: name(k[0]), lambda k: name(k[2]))
+    floor = ", ".join(f"{name(t)} {v:.4f}" for t, (v, _) in constant.items())
+    runs = ", ".join(dict.fromkeys(runs_link(r) for _, r in constant.values()))
+    notes = list(GRAPHPROP_NOTES)
+    if floor:
+        notes.insert(2, f"Constant predictor (the best constant on the training split; a "
+                        f"model within 0.01 of it is compared with it only): {floor} "
+                        f"({runs}).")
+    return PaperTable(
+        name="Table 1: graph property prediction",
+        heading=f"{spec.get('table', 'Table 1')}: graph property prediction",
+        columns=("Model", "Task"), cells=cells, figure="table1.png",
+        ylabel="test log10 MSE", literature=spec.get("literature") or {},
+        intro="Test log10 MSE (lower is better), mean ± std over seeds; the paper's label "
+              "setting (raw labels, ADGN's columns and loss averaging).", notes=notes)
 
 
-def _reference(key: tuple, reference) -> str:
-    if key[1] != "paper":
-        return "– (paper: raw labels only)"
-    return "–" if reference is None else compare.mean_std(*reference, "log10_mse")
+def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
+    spec = paper["lrgb"]
+    keys = [(d, m) for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
+    cells = _cells("lrgb", lambda k: (name(k[1]), name(k[0])), keys,
+                   lambda k: spec["metrics"][k[0]],
+                   lambda k: tuple(spec["values"][k[0]][k[1]]), lambda k: name(k[0]),
+                   lambda k: name(k[1]))
+    return PaperTable(
+        name="Table 2: LRGB", heading=f"{spec.get('table', 'Table 2')}: long-range graph "
+                                       "benchmark", columns=("Model", "Data set"),
+        cells=cells, figure="table2.png", ylabel="test metric (AP, F1 in %; MAE)",
+        literature=spec.get("literature") or {},
+        intro="Test metric at each run's best validation epoch (AP and F1 in percent, MAE), "
+              "mean ± std over seeds; the paper's over 3 seeds.", notes=[])
 
 
-def graphprop(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
-    lines = [f"## Graph property prediction (paper {paper.get('table', 'Table 1')})", "",
-             "Test log10 MSE (lower is better); ours: mean ± std over seeds. "
-             f"{paper['setting_note'][0].upper()}{paper['setting_note'][1:]}. The constant "
-             "predictor (the best constant fitted on the training split) is the baseline "
-             "every model must beat.", "", COLUMNS_NOTE, "", SCORES_NOTE, "",
-             PLATEAU_NOTE, ""]
-    rows = cell_rows([_without_constant(r) for r in runs], CELL_KEYS["graphprop"])
-    header = ["Task (column trained)", "Model", "Ours: test log10 MSE (pooled)",
-              "Ours: authors' score", "Paper", "Verdict", "Val (ours, pooled)",
-              "Epochs run", "Seeds", "Converged", "Protocol", "Best configuration", "Wall",
-              "Run (device)"]
-    keys = ordered_keys(paper["expected"], rows)
-    for setting in dict.fromkeys(k[1] for k in keys):
-        body = []
-        for task in dict.fromkeys(k[0] for k in keys if k[1] == setting):
-            entry = _constant_entry(runs, task, setting)
-            constant = None if entry is None else entry[:2]
-            authors = "" if entry is None or entry[2] is None else f"{entry[2]:.4f}"
-            title = task_title(task, setting)
-            for key in (k for k in keys if k[:2] == (task, setting)):
-                reference = paper["values"].get(key[2], {}).get(task)
-                if key not in rows:
-                    body.append([title, key[2], NOT_RUN, "", _reference(key, reference),
-                                 "–", *[""] * 8])
-                body += [_graphprop_row(run, cell, key, reference, constant, paper)
-                         for run, cell in rows.get(key, [])]
-            body.append([title, "constant predictor",
-                         NOT_RUN if constant is None else f"{constant[0]:.4f}", authors, "–",
-                         "the baseline" if constant else "not recorded", *[""] * 7,
-                         "" if constant is None else constant[1]])
-        lines += [f"### Label setting `{setting}`", "",
-                  LABEL_TITLES.get(setting, "a label setting of the experiment") + ".", "",
-                  *table(header, body)]
-    return lines + protocols(runs, {"protocol": paper["protocol"]})
+def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
+    spec, g, lr = paper["ablation"], paper["graphprop"], paper["lrgb"]
+    setting = (g.get("reported_labels") or ["paper"])[0]
+    cells = _cells("graphprop", lambda k: (name(k[0]), name(k[2])),
+                   [(t, setting, m) for t in g["tasks"] for m in spec["graphprop_models"]],
+                   lambda k: "log10_mse", lambda k: tuple(g["values"][k[2]][k[0]]),
+                   lambda k: name(k[0]), lambda k: name(k[2]))
+    cells += _cells("lrgb", lambda k: (name(k[0]), name(k[1])),
+                    [(d, m) for d, variants in spec["lrgb"].items() for m in variants],
+                    lambda k: lr["metrics"][k[0]], lambda k: tuple(spec["lrgb"][k[0]][k[1]]),
+                    lambda k: name(k[0]), lambda k: name(k[1]))
+    return PaperTable(
+        name="Table 3: SWAN variants", heading=f"{spec.get('table', 'Table 3')}: SWAN "
+                                                "variants (ablation)",
+        columns=("Data set", "Variant"), cells=cells, figure="table3.png",
+        ylabel="test metric (log10 MSE; AP in %; MAE)", literature={"cells": 0, "rows": ""},
+        intro="SWAN without its space term (beta = 0), and the non-enforced (NE) variants "
+              "with an unconstrained weight V; GraphProp in the paper's label setting, "
+              "Peptides as `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`.",
+        notes=["The table's SWAN and SWAN-learn columns are Table 1's and Table 2's cells "
+               "(shown there).",
+               "SWAN (beta = 0) has no term Psi (`swan_jax/config.py`, NO_PSI_VARIANTS): the "
+               "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused."])
 
 
-def _without_constant(run: Run) -> Run:
-    """The run with its constant-predictor cells left out of the model rows."""
-    import dataclasses
+def _run_ms(run: Run, summary: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(training, evaluation) ms per epoch: the cell's own fields, else the median over
+    its programs of `collected.json`'s timings."""
+    for train, infer in (("train_ms", "inference_ms"), ("train_ms_per_epoch",
+                                                        "eval_ms_per_epoch")):
+        if compare.finite(summary.get(train)):
+            return summary[train], summary.get(infer)
+    programs = run.collected.get("programs") or {}
+    timings = [programs.get(r["name"]) or {} for r in cell_records(run, summary)]
 
-    results = {**run.results, "cells": [c for c in run.results.get("cells") or []
-                                        if c.get("model") != "constant"]}
-    return dataclasses.replace(run, results=results)
+    def median(key):
+        values = [t[key] for t in timings if compare.finite(t.get(key))]
+        return 1000 * statistics.median(values) if values else None
+
+    return median("train_seconds_median"), median("eval_seconds_median")
+
+
+def _ms(pair: tuple[Any, Any]) -> str:
+    return " / ".join("–" if v is None else f"{v:.1f}" for v in pair)
+
+
+def scalability_table(paper: Mapping[str, Any]) -> PaperTable:
+    spec = paper["node_classification"]
+    keys = [(d, m) for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
+
+    def reference(k):
+        return tuple(spec["values"][k[0]][k[1]]["score"])
+
+    cells = _cells("node_classification", lambda k: (name(k[1]), name(k[0])), keys,
+                   lambda k: spec["metrics"][k[0]], reference, lambda k: name(k[0]),
+                   lambda k: name(k[1]), lambda k: {"train_ms": (
+                       spec["values"][k[0]][k[1]]["train_ms"],
+                       spec["values"][k[0]][k[1]]["inference_ms"])})
+    return PaperTable(
+        name="Scalability table (tab:additional_runtimes)",
+        heading="Scalability table (tab:additional_runtimes): node classification",
+        columns=("Model", "Data set"), cells=cells, figure="scalability.png",
+        ylabel="test ROC AUC (%)", literature=spec.get("literature") or {},
+        intro="Test ROC AUC x 100, mean ± std over the official splits; then training / "
+              f"evaluation ms per epoch (the paper's measured on {spec['machine']}; no "
+              "verdict on time across hardware).",
+        notes=[f"Protocol reference: {spec['protocol']['source']}."])
+
+
+def paper_tables(paper: Mapping[str, Any], authors: Mapping[str, Any],
+                 groups: Mapping[str, Sequence[Run]], runs_link: Callable[[str], str]
+                 ) -> list[PaperTable]:
+    constant = constants(groups.get("graphprop", []))
+    return [transfer_table(paper, authors), graphprop_table(paper, constant, runs_link),
+            lrgb_table(paper), ablation_table(paper), scalability_table(paper)]
+
+
+# ======================================================================= rendering
+
+
+@dataclasses.dataclass
+class Shown:
+    """A paper table's rows: per cell its evidence (None: not run) and every candidate."""
+
+    table: PaperTable
+    rows: list[tuple[Cell, Evidence | None, list[Evidence]]]
+
+
+def gather(tables: Sequence[PaperTable], paper: Mapping[str, Any],
+           groups: Mapping[str, Sequence[Run]]) -> list[Shown]:
+    found = {exp: cell_rows(groups.get(exp, []), key) for exp, key in CELL_KEYS.items()}
+    shown = []
+    for t in tables:
+        rows = []
+        for cell in t.cells:
+            proto = paper[cell.experiment].get("protocol") or {}
+            best, candidates = choose(cell, found[cell.experiment].get(cell.key, []), proto)
+            rows.append((cell, best, candidates))
+        shown.append(Shown(t, rows))
+    return shown
+
+
+def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
+                 runs_link: Callable[[str], str]) -> tuple[list[list[str]], list[tuple]]:
+    """(markdown rows, figure points (panel, point, paper, ours))."""
+    body, points = [], []
+    values = {t: v for t, (v, _) in constant.items()}
+    for cell, best, _ in shown.rows:
+        ref = cell.paper
+        theirs = "–" if ref is None else compare.mean_std(ref[0], ref[1], cell.metric)
+        if "train_ms" in cell.extra:
+            theirs += f"; {_ms(cell.extra['train_ms'])} ms"
+        if best is None:
+            body.append([*cell.labels, theirs, "not run", "–", "", "", "", ""])
+            points.append((cell.panel, cell.point, ref, None))
+            continue
+        ours, verdict, value = judge(cell, best.summary, values)
+        if "train_ms" in cell.extra:
+            ours += f"; {_ms(_run_ms(best.run, best.summary))} ms"
+        body.append([*cell.labels, theirs, ours, verdict, departures(best),
+                     best.facts.converged, short_device(best.facts.device),
+                     runs_link(best.run.name)])
+        std = best.summary.get("test_std") if cell.experiment != "graphprop" else None
+        points.append((cell.panel, cell.point, ref,
+                       (value, compare.scale(cell.metric) * (std or 0.0))))
+    return body, points

@@ -10,7 +10,8 @@
   processes (`jax.distributed.initialize()` once, before anything).
 - `locks`, `signals`: one run per output folder; Ctrl-C and SIGTERM end a run the same way.
 - `records`: the results file, summaries over runs, machine information.
-- `runs`: `load_run(folder, run)` -> (model, variables, config) of any trained run.
+- `runs`: `load_run(folder, run)` -> (model, variables, config) of a sweep's run;
+  `open_run` / `export_run`, any program folder's best run opened or exported.
 - `predict`: `swan-predict`, a trained run's predictions for new graphs.
 - `report`: the table beside the paper, the default figure, the training curves
   (`plot_curves`); `curves` is their command (`swan-curves`), `results` a results
@@ -24,7 +25,7 @@
 
 from swan_jax.experiments.config import SweepConfig, dump_toml, load_toml
 from swan_jax.experiments.report import plot_curves
-from swan_jax.experiments.runs import load_run
+from swan_jax.experiments.runs import export_run, load_run, open_run
 from swan_jax.experiments.sweep import (
     Experiment,
     Program,
@@ -36,5 +37,5 @@ from swan_jax.experiments.sweep import (
 from swan_jax.train import NodeSplit, read_history
 
 __all__ = ["Experiment", "NodeSplit", "Program", "SweepConfig", "SweepRefused", "SweepResult",
-           "Task", "dump_toml", "load_run", "load_toml", "plot_curves", "read_history",
-           "run_sweep"]
+           "Task", "dump_toml", "export_run", "load_run", "load_toml", "open_run",
+           "plot_curves", "read_history", "run_sweep"]

@@ -4,7 +4,7 @@
 
 RUN_FOLDER is a program folder (`run.json` beside its checkpoints: any experiment's, or a
 `train()` call given `describe=swan_jax.runs.export.describe_models(model_fn, grid)`) or an
-export folder (`export_run` here; `swan_jax.runs.export.export_run` for a `train()` folder).
+export folder (`swan_jax.experiments.runs.export_run`).
 `--data` is a data set saved with `GraphDataset.save` (e.g.
 `GraphDataset.from_graphs(my_graphs).save("graphs.npz")`).
 The output holds `predictions` (`[sum n_node, T]` or `[G, T]`), `n_node` `[G]`, `level`
@@ -21,33 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.runs import export
-from swan_jax.runs.export import SPEC_FILE, OpenedRun, best_run, load_model
+from swan_jax.experiments.runs import OpenedRun, open_run
+from swan_jax.runs.export import SPEC_FILE, load_model
+from swan_jax.runs.inference import predict
 from swan_jax.train import RUN_FILE
-
-# `OpenedRun` and `best_run` live in swan_jax.runs.export (the core opens described runs); here
-# for the callers that found them in this module.
-__all__ = ["OpenedRun", "best_run", "export_run", "main", "open_model", "open_run",
-           "predict_run"]
-
-
-def _rebuild(folder: Path, run: int):
-    """A sweep's run: its experiment's module and best variables (`runs.load_run`)."""
-    from swan_jax.experiments.runs import load_run
-
-    model, variables, _ = load_run(folder, run)
-    return model, variables
-
-
-def open_run(folder: str | Path, run: int | None = None) -> OpenedRun:
-    """Run `run` (default: `best_run`) of any program folder, with its best parameters:
-    `swan_jax.runs.export.open_run` with the experiments' rebuild for a sweep's folder."""
-    return export.open_run(folder, run, rebuild=_rebuild)
-
-
-def export_run(folder: str | Path, path: str | Path, *, run: int | None = None) -> Path:
-    """Export run `run` of any program folder (a sweep's too) into the folder `path`."""
-    return export.save_opened(open_run(folder, run), path)
 
 
 def open_model(path: str | Path, run: int | None = None) -> OpenedRun:
@@ -64,8 +41,6 @@ def open_model(path: str | Path, run: int | None = None) -> OpenedRun:
 def predict_run(folder: str | Path, data: GraphDataset, *, run: int | None = None,
                 batch_size: int = 32) -> tuple[np.ndarray, OpenedRun]:
     """Predictions of a run (or export) for every graph of `data`, and what was opened."""
-    from swan_jax.runs.inference import predict
-
     opened = open_model(folder, run)
     predictions = predict(opened.model, opened.variables, data, level=opened.task_level,
                           batch_size=batch_size)

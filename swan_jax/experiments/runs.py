@@ -1,20 +1,33 @@
-"""Open any trained run without repeating its settings: `load_run(folder, run)`.
+"""Open any trained run without repeating its settings, and export it.
 
-A sweep's program folder holds `run.json` (the experiment, its resolved configuration,
-the cell, the static point and the map run -> (grid point, seed)) beside the
-checkpoints; that is enough to rebuild the model and restore its best parameters.
+A program folder holds `run.json` beside its checkpoints: the training configuration,
+the map run -> (grid point, seed), and how to build the model. A sweep's names its
+experiment, resolved configuration, cell and static point (`load_run`); a `train()`
+call given `describe=swan_jax.runs.export.describe_models(model_fn, grid)` holds each
+grid point's model spec. Either is enough to rebuild the model and restore its best
+parameters (`open_run`), and to write them as an export any install opens
+(`export_run`; `swan_jax.runs.export.load_model` reads it back).
+
+This module stands above `swan_jax.train` (it reads `run.json` and the history with
+train's readers); the model specs and the export's files are `swan_jax.runs.export`,
+below it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from swan_jax.config import concrete_hparams
 from swan_jax.experiments.config import from_dict
 from swan_jax.runs.checkpoint import load_run_variables
-from swan_jax.train import RUN_FILE, read_run_file
+from swan_jax.runs.export import build_model, save_model
+from swan_jax.train import RUN_FILE, metric_mode, read_history, read_run_file
 
 
 def program_folders(root: str | Path) -> list[Path]:
@@ -51,3 +64,75 @@ def load_run(folder: str | Path, run: int = 0) -> tuple[Any, Any, dict[str, Any]
     return model, variables, {"experiment": exp.name, "config": cfg, "cell": described["cell"],
                               "static": static, "hparams": {**static, **point},
                               "seed": runs[run]["seed"], "train": info["train"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenedRun:
+    """A run's model with its best parameters. `source` says which folder and run."""
+
+    model: Any
+    variables: Any
+    task_level: str
+    source: dict[str, Any]
+
+
+def best_run(folder: str | Path) -> int:
+    """The run of a program folder with the best validation metric over its epochs."""
+    folder = Path(folder)
+    info = json.loads((folder / RUN_FILE).read_text())
+    history = read_history(folder)
+    if not history:
+        raise FileNotFoundError(f"{folder} has no trained epoch yet (history.jsonl is empty)")
+    val = np.asarray([h["val"] for h in history], np.float64)  # [epochs, runs]
+    if metric_mode(info["train"]["metric"]) == "min":
+        return int(np.nanargmin(np.nanmin(val, 0)))
+    return int(np.nanargmax(np.nanmax(val, 0)))
+
+
+def _same(a: dict, b: dict) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
+                                                                    default=str)
+
+
+def _described_model(info: dict[str, Any], run: int, path: Path) -> Any:
+    """The module of run `run` from `describe_models`' specs in `run.json`."""
+    hparams = info["runs"][run]["hparams"]
+    for point in info["description"]["models"]:
+        if _same(point["hparams"], hparams):
+            return build_model(point["model"])
+    raise ValueError(f"{path} describes no model for run {run}'s hyper-parameters {hparams}")
+
+
+def open_run(folder: str | Path, run: int | None = None) -> OpenedRun:
+    """Run `run` (default: `best_run`) of a program folder, with its best parameters.
+
+    A sweep's folder rebuilds its experiment's model (`load_run`); a folder written by
+    `train(..., describe=describe_models(model_fn, grid))` builds the spec it holds.
+    """
+    folder = Path(folder)
+    path = folder / RUN_FILE
+    info = read_run_file(folder,
+                         help_text="point at the folder holding run.json and checkpoints")
+    described = info.get("description", {})
+    if "experiment" not in described and "models" not in described:
+        raise ValueError(f"{path} does not say how to build its model: train it with "
+                         f"describe=swan_jax.runs.export.describe_models(model_fn, grid)")
+    run = best_run(folder) if run is None else run
+    if not 0 <= run < len(info["runs"]):
+        raise IndexError(f"run {run} is out of range: {folder} holds runs "
+                         f"0..{len(info['runs']) - 1}")
+    if "experiment" in described:
+        model, variables, _ = load_run(folder, run)
+    else:
+        model, variables = _described_model(info, run, path), load_run_variables(folder, run)
+    source = {"folder": str(folder.absolute()), "run": run, **info["runs"][run]}
+    return OpenedRun(model, variables, info["train"]["task_level"], source)
+
+
+def export_run(folder: str | Path, path: str | Path, *, run: int | None = None) -> Path:
+    """Export the best parameters of run `run` of a program folder (default: the run with
+    the best validation metric; a sweep's or a described `train()` folder) into the
+    folder `path` (`swan_jax.runs.export.save_model`); returns `path`."""
+    opened = open_run(folder, run)
+    return save_model(path, opened.model, opened.variables, task_level=opened.task_level,
+                      source=opened.source)

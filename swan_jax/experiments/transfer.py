@@ -38,16 +38,22 @@ from swan_jax.experiments.config import SweepConfig, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.gps import GPSEncoder, GPSStack, gps_feature_width
 from swan_jax.models import BASELINE_LAYERS, INITS, LinearEncoder, Model, MPNNStack, NodeReadout
+from swan_jax.models.gpsconv import GPSConvStack, WithoutFlag
 from swan_jax.settings import setting
 
 BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
-# Trained like the baselines (a learning-rate grid), its input with positional encodings.
-GPS = "gps"
-MODELS: tuple[str, ...] = VARIANTS + BASELINES + (GPS,)
+# Trained like the baselines (a learning-rate grid). GPS is the authors' `GPS_Model`
+# (`swan_jax.models.gpsconv`, docs/gps.md): PyG's GPSConv with GCN inside, 2 heads, tanh,
+# attention and LayerNorm over the whole batch as their code calls it; its input carries
+# the real-node flag. GRAPHGPS, on request: GraphGPS (`swan_jax.gps`) with GIN inside, 4
+# heads, LapPE k = 8 in 16 channels, ReLU (the model Figure 3's GPS cells ran with before
+# 2026-11-28).
+GPS, GRAPHGPS = "gps", "graphgps"
+GPS_MODELS: tuple[str, ...] = (GPS, GRAPHGPS)
+MODELS: tuple[str, ...] = VARIANTS + BASELINES + GPS_MODELS
 PAPER_MODELS: tuple[str, ...] = ("swan", "adgn", "gcn", "gin", "sage", "gat", GPS)
-# GPS on transfer (`swan_jax.gps`, docs/gps.md): the authors' baseline grid (64 channels,
-# `distance` layers), GIN as the local block, 4 heads, LapPE k = 8 in 16 channels.
-GPS_HEADS, GPS_LAP_K, GPS_PE_DIM = 4, 8, 16
+GPS_HEADS, GPS_GROUP = 2, "batch"
+GRAPHGPS_HEADS, GRAPHGPS_LAP_K, GRAPHGPS_PE_DIM = 4, 8, 16
 PAPER_DISTANCES: tuple[int, ...] = (3, 5, 10, 50)
 # Cells up to this distance train both A_hat in one program (`Transfer.static_axes_of`).
 MERGED_MAX_DISTANCE = 10
@@ -97,11 +103,14 @@ class TransferConfig(SweepConfig):
                              f"{self.data_variant!r} (CLI: --data-variant)")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r} (CLI: --init)")
-        if GPS in (self.models or ()) and (self.hidden % GPS_HEADS
-                                           or self.hidden <= GPS_PE_DIM):
-            raise ValueError(f"GPS needs hidden divisible by its {GPS_HEADS} heads and above "
-                             f"its {GPS_PE_DIM} LapPE channels, got {self.hidden} (CLI: "
-                             f"--hidden)")
+        if GPS in (self.models or ()) and self.hidden % GPS_HEADS:
+            raise ValueError(f"GPS needs hidden divisible by its {GPS_HEADS} heads, got "
+                             f"{self.hidden} (CLI: --hidden)")
+        if GRAPHGPS in (self.models or ()) and (self.hidden % GRAPHGPS_HEADS
+                                                or self.hidden <= GRAPHGPS_PE_DIM):
+            raise ValueError(f"GraphGPS needs hidden divisible by its {GRAPHGPS_HEADS} heads "
+                             f"and above its {GRAPHGPS_PE_DIM} LapPE channels, got "
+                             f"{self.hidden} (CLI: --hidden)")
         super().__post_init__()
 
 
@@ -116,17 +125,19 @@ class Transfer(Experiment[TransferConfig]):
                 for k in cfg.distances or () for m in cfg.models or ()]
 
     def data_key(self, cfg, cell):
-        return cell["topology"], cell["distance"], cell["model"] == GPS
+        return cell["topology"], cell["distance"], _lap_k(cell["model"])
 
     def load_data(self, cfg: TransferConfig, cell):
-        """The cell's splits; GPS's with LapPE (`GPS_LAP_K` eigenvectors) appended."""
+        """The cell's splits; GPS's with the real-node flag appended, GraphGPS's with
+        LapPE (`GRAPHGPS_LAP_K` eigenvectors) and the flag."""
         splits = load_transfer(cell["topology"], cell["distance"], cache_dir=cfg.cache_dir,
                                sizes=cast(tuple[int, int, int], tuple(cfg.sizes)),
                                variant=cfg.data_variant,
                                **cfg.data_options)
-        if cell["model"] != GPS:
+        lap_k = _lap_k(cell["model"])
+        if lap_k is None:
             return splits
-        return {name: with_positional_encodings(data, lap_k=GPS_LAP_K)
+        return {name: with_positional_encodings(data, lap_k=lap_k)
                 for name, data in splits.items()}
 
     def static_axes_of(self, cfg: TransferConfig, cell) -> tuple[str, ...]:
@@ -142,7 +153,7 @@ class Transfer(Experiment[TransferConfig]):
         where it cannot matter: variants without Psi, and regular graphs (rings), where
         Psi vanishes and beta-only grid points would train identically (`beta_matters`);
         there the first beta stands for all."""
-        if cell["model"] in BASELINES + (GPS,):
+        if cell["model"] in BASELINES + GPS_MODELS:
             return {"learning_rate": cfg.grid["learning_rate"]}
         axes = dict(cfg.grid)
         if cell["model"] in NO_PSI_VARIANTS:
@@ -172,6 +183,8 @@ class Transfer(Experiment[TransferConfig]):
         model, distance = cell["model"], cell["distance"]
         if model == GPS:
             return self._gps_fn(cfg, cell)
+        if model == GRAPHGPS:
+            return self._graphgps_fn(cfg, cell)
 
         def model_fn(hp):
             if model in BASELINES:
@@ -185,15 +198,25 @@ class Transfer(Experiment[TransferConfig]):
         return model_fn
 
     def _gps_fn(self, cfg: TransferConfig, cell):
-        """hp -> GPS (`GPS_*` settings): LapPE beside a Linear encoder, `distance` GPS
-        layers with GIN inside, Linear readout; attention over each graph's nodes."""
+        """hp -> the authors' GPS: a Linear encoder of the features (not the flag),
+        `distance` GPSConv layers with tanh after each, a Linear readout."""
+        model = Model(WithoutFlag(LinearEncoder(cfg.hidden, weight_init=cfg.init)),
+                      GPSConvStack(cell["distance"], heads=GPS_HEADS, group=GPS_GROUP,
+                                   weight_init=cfg.init),
+                      NodeReadout((1,), weight_init=cfg.init))
+        return lambda hp: model
+
+    def _graphgps_fn(self, cfg: TransferConfig, cell):
+        """hp -> GraphGPS (`GRAPHGPS_*` settings): LapPE beside a Linear encoder,
+        `distance` GPS layers with GIN inside, Linear readout; attention over each
+        graph's nodes."""
         graph = transfer_graph(cell["topology"], hops(cell["topology"], cell["distance"],
                                                       cfg.data_variant))
-        width = gps_feature_width(cfg.hidden, GPS_LAP_K, 0, GPS_PE_DIM)
-        model = Model(GPSEncoder(LinearEncoder(width, weight_init=cfg.init), GPS_LAP_K,
-                                 pe_dim=GPS_PE_DIM),
+        width = gps_feature_width(cfg.hidden, GRAPHGPS_LAP_K, 0, GRAPHGPS_PE_DIM)
+        model = Model(GPSEncoder(LinearEncoder(width, weight_init=cfg.init), GRAPHGPS_LAP_K,
+                                 pe_dim=GRAPHGPS_PE_DIM),
                       GPSStack(cfg.hidden, cell["distance"], graph.number_of_nodes(),
-                               num_heads=GPS_HEADS, local="gine"),
+                               num_heads=GRAPHGPS_HEADS, local="gine"),
                       NodeReadout((1,), weight_init=cfg.init))
         return lambda hp: model
 
@@ -230,6 +253,12 @@ class Transfer(Experiment[TransferConfig]):
         sizes = tuple(new or old for new, old in zip(
             (args.train_size, args.val_size, args.test_size), cfg.sizes, strict=True))
         return dataclasses.replace(cfg, sizes=cast(tuple[int, int, int], sizes))
+
+
+def _lap_k(model: str) -> int | None:
+    """LapPE eigenvectors the model's data carry: None for plain data, 0 for the
+    real-node flag alone (GPS), `GRAPHGPS_LAP_K` for GraphGPS."""
+    return {GPS: 0, GRAPHGPS: GRAPHGPS_LAP_K}.get(model)
 
 
 def positive_int(text: str) -> int:

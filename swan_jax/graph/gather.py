@@ -46,10 +46,11 @@ Linear = Callable[[Any], Any]  # a linear map of arrays (or of a tuple of arrays
 # with a batched `[1, K] x [K, c]` product per row, which XLA's CPU backend runs at about
 # 2 GFLOP/s. At GraphProp's K = 14 the unrolled kernels, with the transposes stored before
 # they are concatenated (`STORE_TRANSPOSES_FROM`), took a 3-step training epoch (2 seeds,
-# hidden 20, 10 layers; benchmarks.epoch_anatomy's workload) from 1.03-1.16 s to
-# 0.78-0.87 s and a validation pass from 0.21 s to 0.15 s, for 8 s more compile
-# (2026-11-27, 2-core CPU, interleaved runs; BENCHMARKS.md). Unrolled without storing, the
-# transposes lost (1.08-1.13 s against 0.98-1.00 s): see `STORE_TRANSPOSES_FROM`.
+# hidden 20, 10 layers) from 1.03-1.16 s to 0.78-0.87 s and a validation pass from 0.21 s
+# to 0.15 s, for 8 s more compile (2-core CPU, interleaved runs: BENCHMARKS.md, "Device-bound
+# training and the epoch anatomy"; measured by `python -m benchmarks.epoch_anatomy --only
+# graphprop`). Unrolled without storing, the transposes lost (1.08-1.13 s against
+# 0.98-1.00 s): see `STORE_TRANSPOSES_FROM`.
 UNROLL_SLOTS = 16
 # From this slot width on, the unrolled transposes are stored (`materialize`) before the
 # cotangent concatenation reads them: otherwise XLA fuses their K gathers into that
@@ -103,8 +104,10 @@ def opaque_identity(tree: T) -> T:
     barrier before fusion, so on a CPU it is a loop XLA cannot see through
     (`_loop_identity`). The loop is not used on a GPU: a loop whose trip count is data
     reads its condition back to the host at every iteration, 6-8 times per Peptides-func
-    step here, and the 2026-11-28 H200 profile of SWAN-learn's epoch found the device
-    busy 20% of it (BENCHMARKS.md, "Operations per training step").
+    step here, and an H200 profile of SWAN-learn's epoch found the device busy 20% of it
+    (BENCHMARKS.md, "Operations per training step"; measured by `python -m
+    benchmarks.device_profile --only peptides-learn`, the loops counted by `python -m
+    benchmarks.step_ops`).
     """
     leaves = [leaf for leaf in jax.tree_util.tree_leaves(tree) if jnp.size(leaf)]
     if not leaves:

@@ -66,7 +66,7 @@ def traced_checks(graph: Graph, x: Array | None = None) -> None:
     traced values; these cost a few reductions over the index arrays and `x`:
     every sender / receiver (or slot neighbour, mirror and pair index of a
     `PreparedGraph`) in range, and `x` finite. They are `jax.experimental.checkify`
-    checks: run the caller under `checkify.checkify` (or `swan_jax.checked`), else
+    checks: run the caller under `checkify.checkify` (or `swan_jax.graph.checked`), else
     tracing stops with JAX's "not functionalized" error. `solve(..., check_traced=True)`
     adds them.
     """

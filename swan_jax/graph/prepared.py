@@ -384,7 +384,7 @@ def check_prepared(graph: PreparedGraph) -> None:
 
 def check_prepared_traced(graph: PreparedGraph) -> None:
     """checkify: every slot neighbour, mirror and pair index of the layout in range (works
-    on traced layouts; run under `checkify.checkify` or `swan_jax.checked`)."""
+    on traced layouts; run under `checkify.checkify` or `swan_jax.graph.checked`)."""
     n = graph.num_nodes
     slots = graph.num_rows * graph.slot_width
     for name, high in (("neighbors", n), ("mirror", slots), ("overflow_owner", n),

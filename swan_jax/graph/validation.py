@@ -186,7 +186,8 @@ def checked(fn: Callable[P, R]) -> Callable[P, R]:
     """`fn` run under `checkify.checkify`: the first failed check (e.g. of
     `traced_checks`) raises `ValueError` with its message; otherwise `fn`'s result.
 
-        step = sj.checked(jax.jit(lambda p, g, x: sj.solve(p, g, x, cfg, check_traced=True)))
+        step = sj.graph.checked(jax.jit(
+            lambda p, g, x: sj.solve(p, g, x, cfg, check_traced=True)))
 
     (`swan_jax.graph.layouts.traced_checks` adds the checks of a graph's layout.)
     """

@@ -8,7 +8,9 @@ seeds in one program. The baselines read the graph through the protocol of
 gather-only slot kernels as SWAN (`swan_jax.graph.slots`), so comparisons stay fair.
 
 Beside them, `nnx`: the same SWAN block as a `flax.nnx` module (`models.nnx.SWANBlock`),
-imported on its own (`from swan_jax.models import nnx`), so `flax.nnx` loads only then.
+imported on its own (`from swan_jax.models import nnx`), so `flax.nnx` loads only then;
+and `gpsconv`: the SWAN authors' graph-transfer GPS (PyG's `GPSConv` with `GCNConv`
+inside, `models.gpsconv.GPSConvStack`), imported on its own as it stands on `swan_jax.gps`.
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@
 - `interrupts`: `held`, a save that Ctrl-C / SIGTERM must not cut in half.
 - `checkpoint`: epoch checkpoints with orbax (`CheckpointStore`, `CheckpointError`).
 - `inference`: `predict`, a trained model's predictions over a whole data set.
-- `export`: `export_run` / `load_model`, a trained run as two files any install opens.
+- `export`: `save_model` / `load_model`, a model as two files any install opens, and
+  `describe_models`, the specs a `train()` run's `run.json` keeps.
 
-The modules sit at two heights of docs/architecture.md's layers: `io`, `interrupts` and
-`checkpoint` are what `swan_jax.train` saves with; `inference` stands on `swan_jax.data`,
-`export` on `swan_jax.train`. So this package re-exports nothing (an `__init__` importing
-`export` would tie `train` to itself through it): import the module you need,
-`from swan_jax.runs.export import load_model`.
+The package stands at one height of docs/architecture.md's layers: on the core and
+`swan_jax.data`, below `swan_jax.train`, which saves with it. What reads a trained run's
+folder (its `run.json` and history, through train's readers) stands above train:
+`swan_jax.experiments.runs` (`open_run`, `export_run`). The package re-exports nothing:
+import the module you need, `from swan_jax.runs.export import load_model`.
 """

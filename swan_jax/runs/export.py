@@ -1,4 +1,4 @@
-"""A trained model as two files any swan-jax install opens: `export_run` / `load_model`.
+"""A trained model as two files any swan-jax install opens: `save_model` / `load_model`.
 
 An export is a folder with
 
@@ -10,6 +10,11 @@ An export is a folder with
 `load_model(folder)` rebuilds the module and its variables with swan-jax alone: no
 experiment configuration, run folder or orbax checkpoint is read. It imports classes and
 functions from `swan_jax`, `flax` and `jax` only, so a spec cannot make it run other code.
+`describe_models` writes the same specs into a `train()` run's `run.json`.
+
+This module stands on the core alone, below `swan_jax.train`: exporting a trained run
+from its folder (`export_run`, which reads `run.json` and the best epoch) is
+`swan_jax.experiments.runs`'.
 """
 
 from __future__ import annotations
@@ -17,14 +22,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import serialization
 
 from swan_jax.config import concrete_hparams
@@ -191,7 +195,8 @@ def load_model(path: str | Path) -> LoadedModel:
     for needed in (spec_file, params_file):
         if not needed.is_file():
             raise FileNotFoundError(f"{path} is not a swan-jax export: {needed.name} is "
-                                    f"missing (write one with swan_jax.runs.export.export_run)")
+                                    f"missing (write one with "
+                                    f"swan_jax.experiments.runs.export_run)")
     payload = json.loads(spec_file.read_text())
     if payload.get("format") != SPEC_FORMAT:
         raise ExportError(f"{spec_file} has format {payload.get('format')!r}; this swan-jax "
@@ -199,95 +204,3 @@ def load_model(path: str | Path) -> LoadedModel:
     variables = serialization.msgpack_restore(params_file.read_bytes())
     return LoadedModel(build_model(payload["model"]), variables, payload["task_level"],
                        payload.get("source", {}))
-
-
-@dataclasses.dataclass(frozen=True)
-class OpenedRun:
-    """A run's model with its best parameters. `source` says which folder and run."""
-
-    model: Any
-    variables: Any
-    task_level: str
-    source: dict[str, Any]
-
-
-# Rebuilds a run's module and best variables from its folder (an experiment's model_fn).
-Rebuild = Callable[[Path, int], tuple[nn.Module, Any]]
-
-
-def best_run(folder: str | Path) -> int:
-    """The run of a program folder with the best validation metric over its epochs."""
-    from swan_jax.train import RUN_FILE, metric_mode, read_history
-
-    folder = Path(folder)
-    info = json.loads((folder / RUN_FILE).read_text())
-    history = read_history(folder)
-    if not history:
-        raise FileNotFoundError(f"{folder} has no trained epoch yet (history.jsonl is empty)")
-    val = np.asarray([h["val"] for h in history], np.float64)  # [epochs, runs]
-    if metric_mode(info["train"]["metric"]) == "min":
-        return int(np.nanargmin(np.nanmin(val, 0)))
-    return int(np.nanargmax(np.nanmax(val, 0)))
-
-
-def _same(a: dict, b: dict) -> bool:
-    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True,
-                                                                    default=str)
-
-
-def _described_model(info: dict[str, Any], run: int, path: Path) -> nn.Module:
-    """The module of run `run` from `describe_models`' specs in `run.json`."""
-    hparams = info["runs"][run]["hparams"]
-    for point in info["description"]["models"]:
-        if _same(point["hparams"], hparams):
-            return build_model(point["model"])
-    raise ValueError(f"{path} describes no model for run {run}'s hyper-parameters {hparams}")
-
-
-def open_run(folder: str | Path, run: int | None = None, *,
-             rebuild: Rebuild | None = None) -> OpenedRun:
-    """Run `run` (default: `best_run`) of a program folder, with its best parameters.
-
-    A folder written by `train(..., describe=describe_models(model_fn, grid))` opens
-    with swan-jax's core alone. A sweep's folder names its experiment instead: `rebuild`
-    (folder, run) -> (module, variables) rebuilds it (`swan_jax.experiments.predict.
-    open_run` passes the experiment's), which this layer does not import.
-    """
-    from swan_jax.runs.checkpoint import load_run_variables
-    from swan_jax.train import RUN_FILE, read_run_file
-
-    folder = Path(folder)
-    path = folder / RUN_FILE
-    info = read_run_file(folder,
-                         help_text="point at the folder holding run.json and checkpoints")
-    described = info.get("description", {})
-    if "experiment" not in described and "models" not in described:
-        raise ValueError(f"{path} does not say how to build its model: train it with "
-                         f"describe=swan_jax.runs.export.describe_models(model_fn, grid)")
-    run = best_run(folder) if run is None else run
-    if not 0 <= run < len(info["runs"]):
-        raise IndexError(f"run {run} is out of range: {folder} holds runs "
-                         f"0..{len(info['runs']) - 1}")
-    if "experiment" in described and (rebuild is not None or "models" not in described):
-        if rebuild is None:
-            raise ValueError(f"{path} was written by a sweep: its experiment rebuilds the "
-                             f"model; use swan_jax.experiments.predict.open_run / export_run")
-        model, variables = rebuild(folder, run)
-    else:
-        model, variables = _described_model(info, run, path), load_run_variables(folder, run)
-    source = {"folder": str(folder.absolute()), "run": run, **info["runs"][run]}
-    return OpenedRun(model, variables, info["train"]["task_level"], source)
-
-
-def save_opened(opened: OpenedRun, path: str | Path) -> Path:
-    """Write an opened run into the export folder `path` (`save_model`); returns `path`."""
-    return save_model(path, opened.model, opened.variables, task_level=opened.task_level,
-                      source=opened.source)
-
-
-def export_run(folder: str | Path, path: str | Path, *, run: int | None = None,
-               rebuild: Rebuild | None = None) -> Path:
-    """Export the best parameters of run `run` of a program folder (default: the run with
-    the best validation metric) into the folder `path`; returns `path`. A sweep's folder
-    needs its experiment (`rebuild`): `swan_jax.experiments.predict.export_run`."""
-    return save_opened(open_run(folder, run, rebuild=rebuild), path)

@@ -36,16 +36,23 @@ class CheckpointConflict(HintedError, ValueError):
     `resume` is off, or they belong to another configuration. Its hint names `resume`."""
 
 
+# The fingerprint's format, written with every checkpoint (`fingerprint_format` in its
+# metadata). A change to what `fingerprint` hashes raises it and adds the older form to
+# `accepted_fingerprints`, so that folders saved by older code still resume. Formats:
+#   1: checkpoints carrying no number; they hashed `cfg.identity()`, and for a while that
+#      identity held `shard_runs` (placement, since taken out of it): both forms resume.
+#   2: `cfg.identity()`, placement out; the number written.
+FINGERPRINT_FORMAT = 2
+UNNUMBERED_FORMAT = 1  # what a checkpoint without `fingerprint_format` was written as
+
+
 def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None, *,
-                as_written_before: str | None = None) -> str:
+                also: Mapping[str, Any] | None = None) -> str:
     """What a checkpoint must match to be resumed: config, runs, and the caller's extra.
 
-    `as_written_before="2026-11-28"`: the fingerprint as the code of 2026-11-27/28 wrote
-    it, with `shard_runs` in the identity (placement, since taken out of it); a folder
-    written then still resumes (`accepted_fingerprints`)."""
-    keep = cfg.identity()
-    if as_written_before == "2026-11-28":
-        keep["shard_runs"] = cfg.shard_runs
+    `also`: fields hashed beside `cfg.identity()`, for the older forms of the identity
+    (`accepted_fingerprints`)."""
+    keep = {**cfg.identity(), **(also or {})}
     if cfg.data_parallel:  # the device count decides which graphs share a step
         keep["devices"] = jax.device_count()
     blob = json.dumps({"cfg": keep, "runs": runs, "extra": extra or {}}, sort_keys=True,
@@ -53,11 +60,14 @@ def fingerprint(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None, *,
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def accepted_fingerprints(cfg: TrainConfig, runs,
-                          extra: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """The fingerprint, then the older forms of it that a saved folder may carry."""
-    return (fingerprint(cfg, runs, extra),
-            fingerprint(cfg, runs, extra, as_written_before="2026-11-28"))
+def accepted_fingerprints(cfg: TrainConfig, runs, extra: Mapping[str, Any] | None
+                          ) -> dict[int, tuple[str, ...]]:
+    """Per fingerprint format, the fingerprints a checkpoint of that format may carry to
+    resume this program; `FINGERPRINT_FORMAT`'s first is the one written."""
+    now = fingerprint(cfg, runs, extra)
+    return {FINGERPRINT_FORMAT: (now,),
+            UNNUMBERED_FORMAT: (now, fingerprint(cfg, runs, extra,
+                                                 also={"shard_runs": cfg.shard_runs}))}
 
 
 def _line(record: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
@@ -67,10 +77,11 @@ def _line(record: Mapping[str, Any], timing: Mapping[str, Any]) -> str:
 class ProgramFolder:
     """The files of one program under `cfg.checkpoint_dir` (all no-ops without one)."""
 
-    def __init__(self, cfg: TrainConfig, fingerprints: Sequence[str]):
-        # the first is written; a checkpoint carrying any of them resumes (and is then
-        # saved under the first)
-        self.cfg, self.fingerprint, self.accepted = cfg, fingerprints[0], set(fingerprints)
+    def __init__(self, cfg: TrainConfig, accepted: Mapping[int, Sequence[str]]):
+        # `accepted_fingerprints`: a checkpoint resumes when its format lists its
+        # fingerprint, and is then saved under today's format and fingerprint
+        self.cfg, self.accepted = cfg, {k: tuple(v) for k, v in accepted.items()}
+        self.fingerprint = self.accepted[FINGERPRINT_FORMAT][0]
         self.path = None if cfg.checkpoint_dir is None else Path(cfg.checkpoint_dir)
         # run.json and history.jsonl: process 0's (every process saves its checkpoint shards)
         self.writes = self.path is not None and writes_files()
@@ -98,7 +109,13 @@ class ProgramFolder:
         if not self.cfg.resume or self.store is None or self.latest_epoch() is None:
             return None
         device, meta = self.store.restore(state.device_part())
-        if meta["fingerprint"] not in self.accepted:
+        written = meta.get("fingerprint_format", UNNUMBERED_FORMAT)
+        if written not in self.accepted:
+            raise CheckpointConflict(f"checkpoint in {self.path} has fingerprint format "
+                                     f"{written!r}, which this swan-jax does not read (it "
+                                     f"writes {FINGERPRINT_FORMAT}): resume it with the "
+                                     f"swan-jax that wrote it, or {HINT}", DROP_RESUME)
+        if meta["fingerprint"] not in self.accepted[written]:
             raise CheckpointConflict(f"checkpoint in {self.path} belongs to another "
                                      f"configuration (fingerprint {meta['fingerprint']} != "
                                      f"{self.fingerprint}); use a fresh directory or {HINT}",
@@ -121,7 +138,8 @@ class ProgramFolder:
     def save(self, epoch: int, state: RunState, meta: dict[str, Any]) -> None:
         if self.store is not None:
             self.store.save(epoch, state.device_part(),
-                            {**meta, **state.host_part(), "fingerprint": self.fingerprint})
+                            {**meta, **state.host_part(), "fingerprint": self.fingerprint,
+                             "fingerprint_format": FINGERPRINT_FORMAT})
 
     def write_history(self, history: Sequence[Mapping[str, Any]],
                       timings: Sequence[Mapping[str, Any]]) -> None:

@@ -64,7 +64,8 @@ def all_finite(tree) -> jax.Array:
     """Whether every value of `tree` is finite.
 
     On a GPU one reduction over all leaves joined (one per leaf was 23 reductions per
-    SWAN-learn step, each its own kernel: 4,056 per epoch in the 2026-11-28 H200 profile).
+    SWAN-learn step, each its own kernel: BENCHMARKS.md, "Operations per training step",
+    counted by `python -m benchmarks.step_ops`).
     On a CPU one per leaf, as before: joined, XLA fuses the gradients' producers otherwise,
     and the trained numbers moved in their last bits (measured on Peptides-func).
     """

@@ -1,0 +1,180 @@
+"""RESULTS.md's measurement tables: the runtime table (tab:runtimes, RTX 3090) and the
+Jacobian figure (fig:jacobian_over_time), each run beside the paper's numbers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reproduce.results.blocks import device, table
+from reproduce.results.store import Run
+
+NOT_RUN = "not run"
+
+
+FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
+
+
+def runtime_protocol(run: Run) -> str:
+    """"full" when the run timed whole Peptides-func epochs, else "reduced: ..."."""
+    sizes = run.results.get("graphs") or {}
+    short = [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+             if sizes.get(k, 0) < n]
+    if "(real)" not in sizes.get("about", "(real)"):  # benchmarks.epoch_anatomy's stand-ins
+        short.insert(0, "stand-in graphs, not Peptides-func")
+    return "reduced: " + "; ".join(short) if short else "full"
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, int | float) else "–"
+
+
+def timed(run: Run, model: str) -> bool:
+    """Whether `run` timed `model` (a row it marks "not available" is not timed)."""
+    return "train_s" in ((run.results.get("models") or {}).get(model) or {})
+
+
+def _with_note(protocol: str, run: Run) -> str:
+    """The protocol, the run's note, and on a CPU the load it ran under (shared cores)."""
+    note = run.results.get("note")
+    load = run.results.get("load_average") or []
+    if len(load) == 3 and str(run.machine.get("device", "")).startswith("cpu"):
+        note = (f"{note}; " if note else "") + ("load average " + " / ".join(
+            f"{v:.0f}" for v in load) + " (1 / 5 / 15 min) at the end")
+    return f"{protocol}; {note}" if note else protocol
+
+
+def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
+    rows = []
+    for model, theirs in paper_values.items():
+        name = theirs.get("label") or model.upper()
+        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
+        found = [(run, ours) for run, ours in found if ours]
+        if not found:
+            rows.append([name, NOT_RUN, theirs["train_s"], NOT_RUN,
+                         theirs["inference_s"], "–", "", ""])
+        for run, ours in found:
+            if "not_available" in ours:
+                rows.append([name, "not available", theirs["train_s"], "not available",
+                             theirs["inference_s"], "–", ours["not_available"],
+                             f"{run.name} ({device(run)})"])
+                continue
+            ref = ((run.results.get("reference") or {}).get("models") or {}).get(model) or {}
+            authors = (f"{_seconds(ref.get('train_s'))} / {_seconds(ref.get('inference_s'))}"
+                       if ref else "–")
+            rows.append([name, _seconds(ours.get("train_s")), theirs["train_s"],
+                         _seconds(ours.get("inference_s")), theirs["inference_s"], authors,
+                         _with_note(runtime_protocol(run), run),
+                         f"{run.name} ({device(run)})"])
+    return rows
+
+
+def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
+    """The runtime table: the paper's RTX 3090 seconds per epoch beside each collected
+    `runtime` run's (and the authors' PyTorch measured by the same run, where it was)."""
+    spec = paper.get("runtimes") or {}
+    intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
+             "`python -m reproduce.runtime` on the device of each row: the median training "
+             "part of the epochs after the first (which compiles), and the median evaluation "
+             "of the validation and test splits. Authors' PyTorch: their SWAN and SWAN-learn "
+             "timed by the same run (`benchmarks/reference_pytorch.py`). GPS: GraphGPS's "
+             "Peptides-func configuration (docs/gps.md).")
+    if not runs:
+        intro += " Not run here yet."
+    return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
+            *table(["Model", "Ours: training s", "Paper: training s", "Ours: inference s",
+                    "Paper: inference s", "Authors' PyTorch, same device", "Protocol",
+                    "Run (device)"], _runtime_rows(spec.get("values") or {}, runs))]
+
+
+JACOBIAN_KINDS = {"field": "field J(t) at x(l)", "layer_map": "layer map x(l-1) -> x(l)"}
+
+
+def jacobian_protocol(run: Run) -> str:
+    """"full" when both models trained the LRGB protocol's epochs on the whole data set
+    (or SWAN came from a checkpoint), else "reduced: ..."."""
+    config, graphs = run.config, run.results.get("graphs") or {}
+    short = [f"{graphs.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+             if graphs.get(k, 0) < n]
+    epochs = {kind: (m.get("training") or {}).get("epochs") for kind, m in
+              (run.results.get("models") or {}).items() if "epochs" in (m.get("training")
+                                                                          or {})}
+    short += [f"{kind.upper()} trained {e} of 300 epochs" for kind, e in epochs.items()
+              if (e or 0) < 300]
+    if config.get("limit"):
+        short.insert(0, f"first {config['limit']} raw rows")
+    return "reduced: " + "; ".join(short) if short else "full"
+
+
+def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
+    theirs = spec.get("mean_relative_change") or {}
+    rows = []
+    for model in spec.get("models", []):
+        paper = f"{100 * theirs[model]:.3g}%" if model in theirs else "–"
+        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
+        found = [(run, ours) for run, ours in found if ours]
+        if not found:
+            rows.append([model.upper(), "–", NOT_RUN, paper, "", "", ""])
+        for run, ours in found:
+            nodes = (run.results.get("graphs") or {}).get("measured_nodes") or []
+            trained = ours.get("training") or {}
+            test = trained.get("test_ap")
+            where = (f"{len(nodes)} test graphs of {', '.join(map(str, nodes))} nodes"
+                     + (f"; epsilon {run.config.get('epsilon', 1.0):g}" if model == "swan"
+                        else "")
+                     + (f"; test AP {100 * test:.1f}" if isinstance(test, float) else ""))
+            for key, label in JACOBIAN_KINDS.items():
+                if key in ours:
+                    per_layer = ", ".join(f"{100 * v:.3g}" for v in ours[key]["per_layer"])
+                    rows.append([model.upper(), label, f"{100 * ours[key]['mean']:.3g}%",
+                                 paper, per_layer, _with_note(
+                                     f"{jacobian_protocol(run)}; {where}", run),
+                                 f"{run.name} ({device(run)})"])
+    return rows
+
+
+def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
+             out: Path | None = None) -> list[str]:
+    """The Jacobian figure: each run's mean relative change per model beside the paper's
+    averages, and each run's figure."""
+    spec = paper.get("jacobian") or {}
+    lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
+             f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
+             "average, GCN 40%. Ours: `python -m reproduce.jacobian`, SWAN and GCN trained at "
+             "the LRGB experiment's packaged point, then ||J(l) - J(l-1)||_F / ||J(l-1)||_F "
+             "on the smallest test graphs, per layer in percent: for SWAN the field's "
+             "Jacobian J(t) (the paper's object) and its Euler layer map (I + epsilon J), "
+             "which scales with epsilon (each SWAN row names it); for GCN its layer map."
+             + ("" if runs else " Not run here yet."), ""]
+    lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
+                    "Ours per layer, %", "Protocol", "Run (device)"],
+                   _jacobian_rows(spec, runs))
+    for run in runs:
+        figure = run.folder / "jacobian.png"
+        if figure.exists() and out is not None:
+            rel = Path(os.path.relpath(figure.resolve(), out.resolve().parent)).as_posix()
+            lines += [f"![Relative change of the Jacobian over layers, {run.name}]({rel})",
+                      ""]
+    return lines
+
+
+def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequence[Run]
+           ) -> list[tuple[str, int, int, int, list[Run]]]:
+    """(name, full, reduced, not run, runs) of the runtime table and the Jacobian figure."""
+    out = []
+    for name, models, runs, found, proto in (
+            ("Runtime table (tab:runtimes, RTX 3090)", (paper.get("runtimes") or {}).get(
+                "values", {}), runtime, timed, runtime_protocol),
+            ("Jacobian over layers (fig:jacobian_over_time)", (paper.get("jacobian") or {}).get(
+                "models", []), jacobian_runs,
+             lambda r, m: m in (r.results.get("models") or {}), jacobian_protocol)):
+        status = []
+        for model in models:
+            done = [r for r in runs if found(r, model)]
+            status.append("full" if any(proto(r) == "full" for r in done)
+                          else "reduced" if done else "not run")
+        out.append((name, status.count("full"), status.count("reduced"),
+                    status.count("not run"), list(runs)))
+    return out

@@ -1,0 +1,164 @@
+"""reproductions/RUNS.md: every collected row (the one RESULTS.md shows and those it
+supersedes), the cells of no paper table, each run's protocol, and the campaign's state."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reproduce.results import compare, figures
+from reproduce.results.blocks import (
+    anchor,
+    best_config,
+    cell_facts,
+    epochs_range,
+    kind,
+    protocol_block,
+    short_device,
+    table,
+)
+from reproduce.results.sections import Shown, departures
+from reproduce.results.store import FIGURES, MEASUREMENTS, Run
+
+SUMMARY_KEYS = {"metric", "best_hparams", "val_mean", "val_std", "test_mean", "test_std",
+                "seeds", "per_seed", "epochs_run", "diverged", "epochs_completed", "params",
+                "seconds_per_epoch", "wall_time", "grid_points", "programs", "paper",
+                "train_ms_per_epoch", "eval_ms_per_epoch", "authors_test_mean",
+                "authors_test_std", "authors_val_mean", "authors_val_std"}
+HEADER = ["Ours: test", "Val", "Epochs", "Seeds (or splits)", "Converged", "Departures",
+          "Best configuration", "Wall", "Ran on", "Run", "In RESULTS.md"]
+
+
+def _numbers(summary: Mapping[str, Any], metric: str) -> list[str]:
+    factor = compare.scale(metric)
+    return [compare.mean_std(factor * summary["test_mean"], factor * (summary.get(
+        "test_std") or 0.0), metric),
+            compare.mean_std(factor * summary["val_mean"], factor * (summary.get(
+                "val_std") or 0.0), metric) if compare.finite(summary.get("val_mean"))
+            else "–", epochs_range(summary),
+            str(len(summary.get("per_seed") or summary.get("seeds") or []))]
+
+
+def _link(run: Run) -> str:
+    return f"[{run.name}](#{anchor(run.name)})"
+
+
+def every_row(shown: Sequence[Shown]) -> tuple[list[str], set[int]]:
+    """Per paper table, every candidate row of its cells; the ids of the summaries used."""
+    lines, used = [], set()
+    for s in shown:
+        body = []
+        for cell, best, candidates in s.rows:
+            for ev in candidates:
+                used.add(id(ev.summary))
+                body.append([*cell.labels, *_numbers(ev.summary, cell.metric),
+                             ev.facts.converged, departures(ev),
+                             best_config(ev.summary), ev.facts.wall,
+                             short_device(ev.facts.device), _link(ev.run),
+                             "shown" if ev is best else "superseded"])
+        if body:
+            lines += [f"### {s.table.heading}", "", *table([*s.table.columns, *HEADER], body)]
+    return lines, used
+
+
+def other_cells(runs: Sequence[Run], used: set[int], paper: Mapping[str, Any]) -> list[str]:
+    """Cells of no paper table (another label setting, the constant predictor, another
+    experiment), each with its run's departures."""
+    body = []
+    for run in runs:
+        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        for summary in run.cells:
+            if id(summary) in used:
+                continue
+            axes = " / ".join(str(summary[k]) for k in summary if k not in SUMMARY_KEYS)
+            facts = cell_facts(run, summary, proto)
+            metric = str(summary.get("metric", ""))
+            body.append([axes, metric, *_numbers(summary, metric), facts.converged,
+                         facts.protocol, best_config(summary),
+                         short_device(facts.device), _link(run)])
+    if not body:
+        return []
+    return ["## Cells of no paper table", "",
+            "Other label settings, the constant predictor, experiments without a paper table.",
+            "", *table(["Cell", "Metric", "Ours: test", "Val", "Epochs", "Seeds", "Converged",
+                        "Protocol", "Best configuration", "Ran on", "Run"], body)]
+
+
+def run_sections(runs: Sequence[Run], paper: Mapping[str, Any], root: Path,
+                 shown_runs: set[str]) -> list[str]:
+    lines = ["## Runs", ""]
+    for run in runs:
+        lines += [f"### {run.name}", ""]
+        if run.experiment in MEASUREMENTS:  # no sweep: its table in RESULTS.md says it all
+            lines += [f"A `{run.experiment}` measurement (`reproductions/{run.name}/`), "
+                      f"collected from `{run.collected.get('source', '?')}`; its rows and "
+                      f"protocol are in RESULTS.md.", ""]
+            continue
+        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        lines += [f"Experiment `{run.experiment}`.", "", *protocol_block(run, proto)]
+        lines += _curves(run, paper, root, run.name in shown_runs)
+    return lines
+
+
+def _curves(run: Run, paper: Mapping[str, Any], root: Path, shown: bool) -> list[str]:
+    """The per-epoch curves of a run that collected them (LRGB), labelled as what they are."""
+    programs = (run.history or {}).get("programs") or []
+    metrics = (paper.get("lrgb") or {}).get("metrics") or {}
+    panels = [(p, metrics.get((p.get("cell") or {}).get("dataset"), "metric"), None)
+              for p in programs]
+    path = root / FIGURES / f"curves-{run.name}.png"
+    label = f"{run.name} ({short_device(str(run.machine.get('device', 'device not recorded')))})"
+    if not figures.curves_figure(panels, path, label):
+        return []
+    states = ", ".join(f"{p.get('status')}: {len(p.get('epoch') or [])} of "
+                       f"{p.get('epochs_cap')} epochs, {len(p.get('runs') or [])} seed(s)"
+                       for p in programs)
+    whose = "" if shown else "; not the run of any row of RESULTS.md"
+    return [f"Validation (solid) and test (dashed) per epoch from `history.json` ({states}"
+            f"{whose}):",
+            "", f"![training curves of {run.name}]({FIGURES}/{path.name})", ""]
+
+
+def campaign(root: Path) -> list[str]:
+    """Where the reproduction campaign stands: cells under way, bundles, measured pace."""
+    folder = root / "campaign"
+    if not (folder / "plan.toml").exists():
+        return []
+    cells = tomllib.loads((folder / "plan.toml").read_text()).get("cell") or []
+    state_file = folder / "state.json"
+    state = json.loads(state_file.read_text()).get("cells", {}) if state_file.exists() else {}
+    bundles = {p.name.split(".")[0] for p in (folder / "bundles").glob("*.npz")}
+    body = [[cid, info.get("status", "?"), info.get("programs", "?"),
+             f"{100 * float(info.get('fraction', 0)):.0f}%",
+             ", ".join(f"{k} {v:.3g} s" for k, v in (info.get("seconds_per_epoch")
+                                                       or {}).items()) or "–",
+             "yes" if cid.replace("/", "__") in bundles else "no", info.get("updated", "")]
+            for cid, info in sorted(state.items())]
+    runnable = sum(c.get("status") == "runnable" for c in cells)
+    lines = ["## Reproduction campaign", "",
+             f"`python -m reproduce.campaign` (`make campaign`) trains the {len(cells)} cells "
+             f"of `campaign/plan.toml` ({runnable} runnable now) at the paper's protocol; "
+             f"finished cells are collected as `campaign-<group>` runs, unfinished ones "
+             f"continue from their bundle in `campaign/bundles/`.", ""]
+    return lines + (table(["Cell", "Status", "Programs done", "Done", "Seconds per epoch",
+                           "Bundle", "Updated"], body) if body else [])
+
+
+def document(shown: Sequence[Shown], runs: Sequence[Run], paper: Mapping[str, Any],
+             root: Path) -> str:
+    rows, used = every_row(shown)
+    shown_runs = {best.run.name for s in shown for _, best, _ in s.rows if best}
+    parts = ["# Runs behind RESULTS.md", "",
+             "Generated by `make results` with [RESULTS.md](../RESULTS.md) from this folder "
+             "only. Per paper table every collected row of each cell: *shown* is the row "
+             "RESULTS.md shows (the paper's full protocol if any run has it, else the best "
+             "mean validation metric), *superseded* the others. Then the cells of no paper "
+             "table, each run's protocol, and the campaign.", "",
+             "## Every row of the paper tables", "", *rows,
+             *other_cells(runs, used, paper), *run_sections(runs, paper, root, shown_runs),
+             *campaign(root)]
+    return "\n".join(parts).rstrip() + "\n"
+
