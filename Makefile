@@ -136,15 +136,20 @@ curves: install
 results: install
 	$(PY) -m reproduce.results render
 
-# The reproduction campaign (reproductions/campaign/plan.toml): trains the plan's cells in
-# order for BUDGET minutes (default 8 on a GPU, 60 on a CPU), stops after a checkpoint,
-# collects finished cells, bundles unfinished ones, re-renders RESULTS.md. Then commit
-# reproductions/ and RESULTS.md. CAMPAIGN_FLAGS: e.g. --cells 'transfer/*' --fit.
-BUDGET ?=
+# The reproduction campaign (reproductions/campaign/plan.toml): the cells matching CAMPAIGN_CELLS
+# (default: those sized for a CPU), in their declared priority, each by its experiment's
+# own command with --resume, until UNTIL (HH:MM or minutes; default 60); finished cells
+# collected, unfinished ones carried in reproductions/campaign/carried/, RESULTS.md
+# re-rendered. Then commit reproductions/ and RESULTS.md. A GPU window:
+# reproduce/gpu_slice.sh. CAMPAIGN_FLAGS: e.g. --executor slurm --slurm-config FILE.
+UNTIL ?= 60
+CAMPAIGN_CELLS ?= graphprop/*/gcn graphprop-control/* graphprop-screen/*/graphcon \
+	graphprop-screen/*/adgn graphprop/*/graphcon graphprop/*/adgn runtime/* \
+	transfer/*/10/gps transfer/line/50/gin transfer/line/50/sage
 CAMPAIGN_FLAGS ?=
 campaign: install
-	$(PY) -m reproduce.campaign run $(if $(BUDGET),--budget-minutes $(BUDGET)) \
-		$(CAMPAIGN_FLAGS)
+	$(PY) -m reproduce.campaign run --until $(UNTIL) \
+		$(foreach c,$(CAMPAIGN_CELLS),--cells '$(c)') $(CAMPAIGN_FLAGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

@@ -26,13 +26,14 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import json
 import os
 import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks import op_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "device_profile.json"
@@ -218,55 +219,52 @@ def traced_epochs(name: str, quick: bool, epochs: int, trace_dir: Path) -> float
 
 def table(results: dict[str, Any], rows: int = 12) -> str:
     """Markdown: per workload, its busy share and its heaviest operation groups."""
-    lines = []
-    for name, r in results["workloads"].items():
-        lines += [f"**{name}**: {r['wall_s'] / r['epochs'] * 1e3:.1f} ms per epoch, device busy "
-                  f"{100 * r['busy_share']:.0f}%, {r['ops_per_epoch']:.0f} operations per epoch "
-                  f"({r['op_time_per_epoch_s'] * 1e3:.1f} ms of them summed)", "",
-                  "| operation (JAX name, source) | ms per epoch | share | calls per epoch |",
-                  "|---|---|---|---|"]
-        lines += [f"| `{t['name']}` | {t['ms_per_epoch']:.2f} | {100 * t['share']:.1f}% | "
-                  f"{t['count_per_epoch']:.0f} |" for t in r["top"][:rows]]
-        lines.append("")
-    return "\n".join(lines)
+    return op_report.table(
+        results, "workloads",
+        lambda name, r: (f"**{name}**: {r['wall_s'] / r['epochs'] * 1e3:.1f} ms per epoch, "
+                         f"device busy {100 * r['busy_share']:.0f}%, "
+                         f"{r['ops_per_epoch']:.0f} operations per epoch "
+                         f"({r['op_time_per_epoch_s'] * 1e3:.1f} ms of them summed)"),
+        ["operation (JAX name, source)", "ms per epoch", "share", "calls per epoch"],
+        lambda t: [f"`{t['name']}`", f"{t['ms_per_epoch']:.2f}", f"{100 * t['share']:.1f}%",
+                   f"{t['count_per_epoch']:.0f}"], rows)
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    p.add_argument("--epochs", type=int, default=3, help="traced epochs per workload")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the JSON goes")
+
+
+def _start(args: argparse.Namespace, p: argparse.ArgumentParser) -> dict[str, Any]:
+    """The header; XLA's HLO dump switched on before JAX loads (the names' source)."""
+    if args.epochs < 1:
+        p.error(f"--epochs must be at least 1, got {args.epochs}")
+    args.work = Path(tempfile.mkdtemp(prefix="swan_profile_"))
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + f" --xla_dump_to={args.work / 'hlo'} --xla_dump_hlo_as_text")
+    import jax  # after XLA_FLAGS
+
+    from benchmarks.common import machine
+
+    return {"machine": machine(), "device": str(jax.devices()[0].device_kind),
+            "quick": args.quick}
+
+
+def _measure(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    wall = traced_epochs(name, args.quick, args.epochs, args.work / name)
+    return summarise(op_events(args.work / name), hlo_names(args.work / "hlo"), wall,
+                     args.epochs, args.top)
 
 
 def main(argv=None) -> int:
     from benchmarks.epoch_anatomy import WORKLOADS
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.device_profile",
-                                description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="transfer,peptides-learn",
-                   help=f"comma-separated workloads of {', '.join(WORKLOADS)}")
-    p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
-    p.add_argument("--epochs", type=int, default=3, help="traced epochs per workload")
-    p.add_argument("--top", type=int, default=25, help="operation groups kept per workload")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the JSON goes")
-    args = p.parse_args(argv)
-    names = [n for n in args.only.split(",") if n]
-    unknown = sorted(set(names) - set(WORKLOADS))
-    if unknown:
-        p.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
-    if args.epochs < 1:
-        p.error(f"--epochs must be at least 1, got {args.epochs}")
-    work = Path(tempfile.mkdtemp(prefix="swan_profile_"))
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + f" --xla_dump_to={work / 'hlo'} --xla_dump_hlo_as_text")
-    import jax
-
-    from benchmarks.common import machine
-
-    results = {"machine": machine(), "device": str(jax.devices()[0].device_kind),
-               "quick": args.quick, "workloads": {}}
-    for name in names:
-        print(f"device profile: {name} ...", flush=True)
-        wall = traced_epochs(name, args.quick, args.epochs, work / name)
-        results["workloads"][name] = summarise(op_events(work / name), hlo_names(work / "hlo"),
-                                               wall, args.epochs, args.top)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2))
-    print(table(results))
-    return 0
+    return op_report.main(argv, prog="python -m benchmarks.device_profile", doc=__doc__ or "",
+                          what="workloads", choices=WORKLOADS,
+                          default="transfer,peptides-learn", key="workloads",
+                          add_arguments=_arguments, start=_start, measure=_measure,
+                          render=table)
 
 
 if __name__ == "__main__":

@@ -41,11 +41,11 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks import op_report
 from benchmarks.device_profile import _instruction_names, _tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,54 +217,47 @@ def compiled_step(kind: str, platform: str | None = None) -> tuple[str, Any]:
     return pipe._train.lower(*args).compile().as_text(), prog.budget
 
 
+def _heading(kind: str, r: dict[str, Any]) -> str:
+    lowered = r.get("lowered")
+    return (f"**{kind}** ({r['budget']}): {r['ops']} operations per step, {r['fusions']} "
+            f"fusions, {r['scatters']} scatters, {r['whiles']} loops "
+            f"({r['whiles_known_trip_count']} with a known trip count), "
+            f"{r['conditionals']} conditionals"
+            + (f"; lowered for {lowered['platform']} (before optimisation): "
+               f"{lowered['whiles']} loops, {lowered['conditionals']} conditionals, "
+               f"{lowered['scatters']} scatters" if lowered else ""))
+
+
 def table(results: dict[str, Any], rows: int) -> str:
-    lines = []
-    for kind, r in results["kinds"].items():
-        lines += [f"**{kind}** ({r['budget']}): {r['ops']} operations per step, "
-                  f"{r['fusions']} fusions, {r['scatters']} scatters, {r['whiles']} loops "
-                  f"({r['whiles_known_trip_count']} with a known trip count), "
-                  f"{r['conditionals']} conditionals"
-                  + (f"; lowered for {r['lowered']['platform']} (before optimisation): "
-                     f"{r['lowered']['whiles']} loops, {r['lowered']['conditionals']} "
-                     f"conditionals, {r['lowered']['scatters']} scatters"
-                     if "lowered" in r else ""), "",
-                  "| operation (JAX name, source) | per step |", "|---|---|"]
-        lines += [f"| `{t['name']}` | {t['count']} |" for t in r["top"][:rows]]
-        lines.append("")
-    return "\n".join(lines)
+    return op_report.table(results, "kinds", _heading,
+                           ["operation (JAX name, source)", "per step"],
+                           lambda t: [f"`{t['name']}`", str(t["count"])], rows)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.step_ops",
-                                description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="swan,swan-learn",
-                   help=f"comma-separated models of {', '.join(KINDS)}")
-    p.add_argument("--top", type=int, default=25, help="operation groups kept per model")
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="write the counts here as JSON")
     p.add_argument("--lowered-for", default="cuda",
                    help="also count the program lowered for this platform (its loops, "
                         "conditionals, scatters); empty for none")
-    args = p.parse_args(argv)
-    kinds = [k for k in args.only.split(",") if k]
-    unknown = sorted(set(kinds) - set(KINDS))
-    if unknown:
-        p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+
+
+def _measure(args: argparse.Namespace, kind: str) -> dict[str, Any]:
+    text, budget = compiled_step(kind)
+    counts: dict[str, Any] = {"budget": str(budget), **count_step(text, args.top)}
+    if args.lowered_for:
+        lowered, _ = compiled_step(kind, args.lowered_for)
+        counts["lowered"] = {"platform": args.lowered_for, **lowered_counts(lowered)}
+    return counts
+
+
+def main(argv=None) -> int:
     from benchmarks.common import machine
 
-    results: dict[str, Any] = {"machine": machine(), "kinds": {}}
-    for kind in kinds:
-        print(f"step operations: {kind} ...", flush=True)
-        text, budget = compiled_step(kind)
-        results["kinds"][kind] = {"budget": str(budget), **count_step(text, args.top)}
-        if args.lowered_for:
-            lowered, _ = compiled_step(kind, args.lowered_for)
-            results["kinds"][kind]["lowered"] = {"platform": args.lowered_for,
-                                                 **lowered_counts(lowered)}
-        if args.out is not None:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=2))
-    print(table(results, args.top))
-    return 0
+    return op_report.main(argv, prog="python -m benchmarks.step_ops", doc=__doc__ or "",
+                          what="models", choices=KINDS, default="swan,swan-learn",
+                          key="kinds", add_arguments=_arguments,
+                          start=lambda args, p: {"machine": machine()}, measure=_measure,
+                          render=table)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+import swan_jax.analysis as sa
+from benchmarks.common import lrgb_model, machine
+from reproduce.device import device_kind
+from reproduce.runtime import write_run
+from swan_jax.analysis import load_checkpoint_params
+from swan_jax.data import load_peptides_func
+from swan_jax.data.errors import DataError
+from swan_jax.train import TrainConfig, train
 
 EXPERIMENT = "jacobian"  # reproduce.results.store.JACOBIAN
 MODELS = ("swan", "gcn")
@@ -74,7 +85,6 @@ class Setting:
 
 def load_splits(setting: Setting, data_dir: str | Path | None = None):
     """Peptides-func's splits (the real data; a missing file is the loader's one line)."""
-    from swan_jax.data import load_peptides_func
 
     return load_peptides_func(data_dir or os.environ.get("SWAN_DATA_DIR"), download=False,
                               progress=False, limit=setting.limit)
@@ -83,7 +93,6 @@ def load_splits(setting: Setting, data_dir: str | Path | None = None):
 def build_model(kind: str, setting: Setting):
     """`benchmarks.common.lrgb_model(kind)` at the setting's width and depth (and, for
     SWAN, its step `epsilon`)."""
-    from benchmarks.common import lrgb_model
 
     model = lrgb_model(kind, hidden=setting.hidden, layers=setting.layers)
     if kind != "swan":
@@ -96,9 +105,7 @@ def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=No
                 ) -> tuple[Any, dict[str, Any]]:
     """(Flax variables at the best validation epoch, what training reported); resumes
     from `work/<kind>` where an earlier call left checkpoints."""
-    import jax
 
-    from swan_jax.train import TrainConfig, train
 
     model = build_model(kind, setting)
     cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=1e-3, loss="bce",
@@ -123,9 +130,7 @@ def relative_changes(kind: str, model, variables: Mapping[str, Any], graph
                      ) -> dict[str, list[float]]:
     """Per layer l = 1..L-1, `||J(l) - J(l-1)||_F / ||J(l-1)||_F` on one graph: for SWAN
     its field (`field`) and its Euler layer maps (`layer_map`), for GCN its layer maps."""
-    import jax.numpy as jnp
 
-    import swan_jax.analysis as sa
 
     x0 = sa.encoded_input(model, variables, graph)
     if kind == "gcn":
@@ -156,7 +161,6 @@ def _summary(per_graph: Sequence[Mapping[str, list[float]]]) -> dict[str, Any]:
 def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
             ) -> dict[str, Any]:
     """The results file's content (`experiment = "jacobian"`)."""
-    from benchmarks.common import machine
 
     started = time.time()
     splits = splits if splits is not None else load_splits(setting)
@@ -164,7 +168,6 @@ def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
     models: dict[str, Any] = {}
     for kind in MODELS:
         if kind == "swan" and setting.swan_checkpoint:
-            from swan_jax.analysis import load_checkpoint_params
 
             variables = load_checkpoint_params(setting.swan_checkpoint, run=0)
             trained = {"checkpoint": setting.swan_checkpoint}
@@ -226,16 +229,14 @@ FIGURE = "jacobian.png"
 
 def write(out: Path, record: dict[str, Any], source: str) -> None:
     """results.json, collected.json and the figure into `out`."""
-    from reproduce.runtime import write_run
 
     write_run(out, record, source)
     draw(record, out / FIGURE)
 
 
 def _default_out(reproductions: Path) -> Path:
-    from reproduce.campaign.__main__ import detect_device_kind
 
-    return reproductions / f"{EXPERIMENT}-{detect_device_kind()}"
+    return reproductions / f"{EXPERIMENT}-{device_kind()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,7 +272,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         p.error(f"--{problem[0].replace('_', '-')} {problem[1]}")
     out = args.out or _default_out(args.reproductions)
-    from swan_jax.data.errors import DataError
 
     try:
         splits = load_splits(setting)

@@ -30,20 +30,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks import reference_pytorch as rp
+from benchmarks.common import GPS_LAP_K, ROOT, lrgb_gps_model, lrgb_model, machine
+from benchmarks.epoch_anatomy import _epochs, _peptides
+from reproduce.device import device_kind
+from swan_jax.data.lrgb import ensure_available
+from swan_jax.data.positional import with_positional_encodings
+from swan_jax.runs.io import write_text_atomic
+
 MODELS = ("gcn", "gps", "graphcon", "adgn", "swan", "swan-learn")  # the paper's rows
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
 
 
 def _timed_row(work, epochs: int, kind: str) -> dict[str, Any]:
     """One `train` call of `lrgb_model(kind)` on the workload: the row's seconds."""
-    from benchmarks.common import lrgb_model
 
     return _timed(dataclasses.replace(work, model_fn=lambda hp: lrgb_model(kind)), epochs)
 
 
 def _timed(work, epochs: int) -> dict[str, Any]:
     """One `train` call of the workload's own model: the row's seconds."""
-    from benchmarks.epoch_anatomy import _epochs
 
     timed = _epochs(work, "device", epochs)
     return {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
@@ -54,8 +60,6 @@ def _timed(work, epochs: int) -> dict[str, Any]:
 def peptides_missing() -> str | None:
     """Why the real Peptides-func cannot be timed here (None when its raw files are where
     `benchmarks.epoch_anatomy` reads them); without them it times stand-in graphs."""
-    from benchmarks.common import ROOT
-    from swan_jax.data.lrgb import ensure_available
 
     data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
     missing = ensure_available(["peptides-func"], data_dir, download=False, verify_md5=False)
@@ -67,7 +71,6 @@ def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per model: training, inference, epoch and first-epoch seconds (or why the row is
     not available); and the split sizes with the data's description (`about`)."""
-    from benchmarks.epoch_anatomy import _peptides
 
     work = _peptides(quick)
     sizes: dict[str, Any] = {name: len(split) for name, split in work.splits.items()}
@@ -83,8 +86,6 @@ def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
 def gps_workload(work):
     """The runtime workload with GPS: the same graphs with LapPE appended (computed here,
     once, untimed) and `benchmarks.common.lrgb_gps_model` sized to the largest graph."""
-    from benchmarks.common import GPS_LAP_K, lrgb_gps_model
-    from swan_jax.data.positional import with_positional_encodings
 
     splits = {name: with_positional_encodings(split, lap_k=GPS_LAP_K)
               for name, split in work.splits.items()}
@@ -106,7 +107,6 @@ def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:
         import torch
     except ImportError:
         return {"skipped": "torch is not installed here"}
-    from benchmarks import reference_pytorch as rp
 
     arrays = rp._splits(None, quick)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -122,7 +122,6 @@ def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:
 
 def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
     """The results file's content (`experiment = "runtime"`)."""
-    from benchmarks.common import machine
 
     started = time.time()
     ours, sizes = measure_ours(epochs, quick)
@@ -138,9 +137,8 @@ def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
 
 
 def _default_out(reproductions: Path) -> Path:
-    from reproduce.campaign.__main__ import detect_device_kind
 
-    return reproductions / f"runtime-{detect_device_kind()}"
+    return reproductions / f"runtime-{device_kind()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--epochs must be at least 2 (the first epoch compiles)")
     if args.ref is not None and not args.ref.is_file():
         p.error(f"--ref {args.ref}: no such file (the authors' models/swan.py)")
+    missing = peptides_missing()
+    if missing:  # the runtime table is never timed on stand-in graphs
+        p.exit(2, f"python -m reproduce.runtime: {missing}\n")
     out = args.out or _default_out(args.reproductions)
     record = results(args.epochs, args.quick, args.ref)
     if args.note:
@@ -173,7 +174,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def write_run(out: Path, record: dict[str, Any], source: str) -> None:
     """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads
     them (the campaign's runtime and Jacobian cells write theirs the same way)."""
-    from swan_jax.runs.io import write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")

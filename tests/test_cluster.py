@@ -13,7 +13,7 @@ import pytest
 from reproduce.campaign import loop
 from swan_jax.experiments import cluster
 from swan_jax.experiments import transfer as T
-from tests.test_campaign import _collected, _entry, _setup
+from tests.test_campaign import collected_runs, setup
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -69,16 +69,11 @@ def test_a_sweep_as_jobs_writes_what_the_local_sweep_writes(tmp_path):
 
 
 def test_a_campaign_cell_as_a_job_is_collected_as_a_local_run_collects_it(tmp_path):
-    from reproduce.campaign.slurm import run_on_slurm
-
-    entries = [_entry("swan", distance=1, epochs=3)]  # one layer: a smaller job to compile
-    here = _setup(tmp_path, entries, "here")
+    here = setup(tmp_path, "here", epochs=3)
     loop.run_campaign(here)
-    jobs = _setup(tmp_path, entries, "jobs")
-    opts = cluster.SlurmOptions(cluster="local", folder=str(tmp_path / "logs"))
-    lines = run_on_slurm(jobs, opts)
-    assert any("finished as a SLURM job" in line for line in lines)
-    a, b = _collected(here), _collected(jobs)
-    assert [r["runs"] for r in b["records"]] == [r["runs"] for r in a["records"]]
-    state = json.loads((jobs.folder / "state.json").read_text())
-    assert state["cells"]["transfer/line/1/swan"]["status"] == "finished"
+    jobs = setup(tmp_path, "jobs", epochs=3)
+    jobs.slurm = cluster.SlurmOptions(cluster="local", time_minutes=10)
+    lines = loop.run_campaign(jobs)
+    assert "transfer/line/1/swan: finished" in lines
+    assert list((jobs.work / "transfer__line__1__swan" / "submitit").glob("*_submitted.pkl"))
+    assert collected_runs(jobs) == collected_runs(here)

@@ -1,7 +1,9 @@
 """The layering rules of docs/architecture.md, read from the source with `ast`.
 
 Every `import` / `from ... import` statement of every module under `swan_jax/` counts,
-at module level or inside a function (a function-level import still ties two modules).
+at module level or inside a function (a function-level import still ties two modules);
+the circle check and the rule "the project's own imports at module top" read every
+package of the repository (`REPO_PACKAGES`).
 """
 
 from __future__ import annotations
@@ -51,24 +53,31 @@ LAYOUT_TYPES = ("PreparedGraph", "GraphsTuple", "SlotGraph", "SegmentGraph")
 PENDING_CIRCLES: list[list[str]] = []
 
 
+REPO = PACKAGE.parent
+# Every package of the repository: the library, its tooling, the benchmarks, the scripts
+# and the tests' helpers.
+REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "experiments", "tests")
+# Where the project's own imports stand at module top (a function-level one hides a tie).
+TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproduce/runtime.py",
+                     "reproduce/jacobian.py", "reproduce/device.py")
+
+
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 @functools.cache
-def _modules() -> dict[str, ast.Module]:
+def _modules(tops: tuple[str, ...] = ("swan_jax",)) -> dict[str, ast.Module]:
     return {_module_name(p): ast.parse(p.read_text(), str(p))
-            for p in sorted(PACKAGE.rglob("*.py"))}
+            for top in tops for p in sorted((REPO / top).rglob("*.py"))}
 
 
-def _is_package(name: str) -> bool:
-    return (PACKAGE.parent / name.replace(".", "/") / "__init__.py").exists()
-
-
-def _targets(name: str, node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The swan_jax modules an import statement loads (`from pkg import mod` -> `pkg.mod`)."""
-    modules = _modules()
+def _targets(name: str, node: ast.Import | ast.ImportFrom,
+             tops: tuple[str, ...] = ("swan_jax",)) -> list[str]:
+    """The project modules (under `tops`) an import statement loads (`from pkg import mod`
+    -> `pkg.mod`)."""
+    modules = _modules(tops)
     if isinstance(node, ast.Import):
         found = [alias.name for alias in node.names]
     else:
@@ -84,17 +93,21 @@ def _targets(name: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     for target in found:
         while target and target not in modules:
             target = target.rpartition(".")[0]
-        if target.startswith("swan_jax"):
+        if target.split(".")[0] in tops:
             out.append(target)
     return out
 
 
+def _is_package(name: str) -> bool:
+    return (REPO / name.replace(".", "/") / "__init__.py").exists()
+
+
 @functools.cache
-def _imports() -> dict[str, frozenset[str]]:
+def _imports(tops: tuple[str, ...] = ("swan_jax",)) -> dict[str, frozenset[str]]:
     return {name: frozenset(t for node in ast.walk(tree)
                             if isinstance(node, ast.Import | ast.ImportFrom)
-                            for t in _targets(name, node) if t != name)
-            for name, tree in _modules().items()}
+                            for t in _targets(name, node, tops) if t != name)
+            for name, tree in _modules(tops).items()}
 
 
 def _within(name: str, prefixes) -> bool:
@@ -120,6 +133,40 @@ def _circles(imports: dict[str, frozenset[str]]) -> list[list[str]]:
 
 def test_no_import_circle():
     assert _circles(_imports()) == [], f"import circles: {_circles(_imports())}"
+
+
+def test_no_import_circle_anywhere_in_the_repository():
+    """Over every package of the repository, function-level imports included (the
+    campaign's __main__ <-> loop <-> merge ... and runner <-> shapes circles are gone)."""
+    imports = _imports(REPO_PACKAGES)
+    assert "reproduce.campaign.loop" in imports["reproduce.campaign.merge"]
+    assert _circles(imports) == [], f"import circles: {_circles(imports)}"
+
+
+def _function_level_imports(path: Path) -> list[str]:
+    """`file:line module` of each import of the project's own modules inside a function."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or "."] if isinstance(node, ast.ImportFrom) else [])
+                where = path.relative_to(REPO) if path.is_relative_to(REPO) else path.name
+                found += [f"{where}:{node.lineno} {n}" for n in names
+                          if n.split(".")[0] in REPO_PACKAGES or n.startswith(".")]
+    return found
+
+
+def test_the_project_s_own_imports_stand_at_module_top(tmp_path):
+    files = [p for area in TOP_LEVEL_IMPORTS for p in (
+        sorted((REPO / area).rglob("*.py")) if (REPO / area).is_dir() else [REPO / area])]
+    assert len(files) > 8
+    hidden = [line for path in files for line in _function_level_imports(path)]
+    assert hidden == [], f"imports inside functions: {hidden}"
+    example = tmp_path / "example.py"  # the check would catch one
+    example.write_text("def f():\n    from reproduce.campaign import loop\n")
+    assert _function_level_imports(example) == ["example.py:2 reproduce.campaign"]
 
 
 def test_the_circle_check_would_catch_the_old_export_circle():

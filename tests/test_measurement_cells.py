@@ -1,6 +1,6 @@
-"""The campaign's measurement cells (`reproduce.campaign.measure`): the Jacobian figure's
-runner on a tiny synthetic Peptides-func, the cells' scheduling and done-ness per device
-kind, and their rows in RESULTS.md."""
+"""The measurement cells' commands (`reproduce.jacobian`, `reproduce.runtime`): the
+Jacobian figure's runner on a tiny synthetic Peptides-func, the runtime table's refusal
+of stand-in graphs, and their rows in RESULTS.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from reproduce import jacobian
-from reproduce.campaign import loop, measure, plan
 from reproduce.results import render
 from tests.test_lrgb_experiment import write_peptides
 
@@ -110,82 +109,15 @@ def test_missing_peptides_is_one_line_before_training(tmp_path, capsys, monkeypa
     assert exit_.value.code == 2 and len(err) == 1 and "peptides" in err[0].lower()
 
 
-# ======================================================================= campaign
+# ======================================================================= RESULTS.md
 
 
-def _cells() -> list[plan.Entry]:
-    return [plan.Entry(id="runtime/peptides-func", experiment="runtime", table="t",
-                       priority=1, status="runnable", config={"epochs": 3, "quick": False},
-                       cost_minutes={"cpu-2core": 1.0, "h200": 1.0}),
-            plan.Entry(id="jacobian/peptides-func", experiment="jacobian", table="t",
-                       priority=2, status="runnable", config={"epochs": 300, "graphs": 3},
-                       cost_minutes={"cpu-2core": 500.0, "h200": 1.0})]
-
-
-def _options(tmp_path: Path, kind: str = "cpu-2core") -> loop.Options:
-    root = tmp_path / "reproductions"
-    root.mkdir(exist_ok=True)
-    shutil.copy(REPO / "reproductions" / "paper_values.json", root)
-    plan_file = root / "campaign" / "plan.toml"
-    plan_file.parent.mkdir(exist_ok=True)
-    plan_file.write_text(plan.dump_plan(_cells(), "test plan"))
-    return loop.Options(plan=plan_file, reproductions=root, work=tmp_path / "work",
-                        device_kind=kind, budget_minutes=30, margin_seconds=0,
-                        render=False)
-
-
-def _fake_record(entry, work, deadline):
+def _fake_record():
     models = {"gcn": {"train_s": 1.5, "inference_s": 0.2},
               "gps": {"not_available": "GPS is not implemented"}}
-    return {"experiment": entry.experiment, "cells": [], "config": dict(entry.config),
+    return {"experiment": "runtime", "cells": [], "config": {"epochs": 3, "quick": False},
             "machine": {"device": "cpu:0"}, "models": models, "load_average": [1.0],
             "graphs": {"train": 10873, "val": 2331, "test": 2331}}
-
-
-def test_a_measurement_cell_runs_when_it_fits_and_is_done_per_device_kind(tmp_path,
-                                                                          monkeypatch):
-    ran = []
-    monkeypatch.setattr(measure, "_measure",
-                        lambda e, w, d: ran.append(e.id) or _fake_record(e, w, d))
-    opts = _options(tmp_path)
-    lines = loop.run_campaign(opts)
-    # the runtime cell ran; the Jacobian cell (500 min here) does not fit 30 minutes
-    assert ran == ["runtime/peptides-func"]
-    assert any("jacobian/peptides-func: not started: a measurement runs whole (500 min"
-               in line for line in lines)
-    written = json.loads((opts.reproductions / "runtime-cpu-2core" / "results.json")
-                         .read_text())
-    assert written["models"]["gcn"]["train_s"] == 1.5
-    state = json.loads((opts.reproductions / "campaign" / "state.json").read_text())
-    assert state["cells"]["runtime/peptides-func"]["status"] == "finished"
-    runtime_cell = _cells()[0]
-    assert measure.is_done(runtime_cell, opts.reproductions, "cpu-2core")
-    assert not measure.is_done(runtime_cell, opts.reproductions, "h200")  # its own run
-    # done: a second call measures nothing again; another device kind measures its own
-    loop.run_campaign(opts)
-    assert ran == ["runtime/peptides-func"]
-    loop.run_campaign(_options(tmp_path, "h200"))
-    assert ran[1:] == ["runtime/peptides-func", "jacobian/peptides-func"]
-    assert (opts.reproductions / "jacobian-h200" / "results.json").exists()
-    # a reduced run by hand (another configuration) does not make the cell done
-    quick = dict(written, config={"epochs": 3, "quick": True})
-    (opts.reproductions / "runtime-cpu-2core" / "results.json").write_text(json.dumps(quick))
-    assert not measure.is_done(runtime_cell, opts.reproductions, "cpu-2core")
-
-
-def test_a_bad_measurement_configuration_fails_only_its_cell(tmp_path):
-    opts = _options(tmp_path, "h200")
-    bad = plan.Entry(id="jacobian/peptides-func", experiment="jacobian", table="t",
-                     priority=1, status="runnable", config={"epochs": 0, "layers_": 2},
-                     cost_minutes={"h200": 1.0})
-    opts.plan.write_text(plan.dump_plan([bad], "test plan"))
-    lines = loop.run_campaign(opts)
-    assert any(line.startswith("jacobian/peptides-func: failed: ValueError: plan cell "
-                               "jacobian/peptides-func: config layers_ is not a setting")
-               for line in lines)
-
-
-# ====================================================================== RESULTS.md
 
 
 def test_results_md_shows_the_runtime_and_jacobian_runs_with_their_device(tmp_path):
@@ -194,7 +126,7 @@ def test_results_md_shows_the_runtime_and_jacobian_runs_with_their_device(tmp_pa
     shutil.copy(REPO / "reproductions" / "paper_values.json", root)
     runtime = root / "runtime-cpu-2core"
     runtime.mkdir()
-    record = _fake_record(_cells()[0], None, None)
+    record = _fake_record()
     record["models"]["graphcon"] = {"train_s": 2.25, "inference_s": 0.5}
     record["note"] = "shared CPU"
     (runtime / "results.json").write_text(json.dumps(record))
@@ -227,38 +159,6 @@ def test_results_md_shows_the_runtime_and_jacobian_runs_with_their_device(tmp_pa
     assert "Other experiment" not in text
 
 
-def test_a_gpu_slice_s_measurements_merge_with_their_state(tmp_path):
-    from reproduce.campaign.merge import merge_campaign
-
-    opts = _options(tmp_path)
-    theirs = tmp_path / "slice" / "reproductions"
-    (theirs / "campaign").mkdir(parents=True)
-    state = {"status": "finished", "seconds": {"h200": 60.0}, "updated": "2099-01-01"}
-    (theirs / "campaign" / "state.json").write_text(json.dumps(
-        {"cells": {"jacobian/peptides-func": state}}))
-    (theirs / "jacobian-h200").mkdir()
-    (theirs / "jacobian-h200" / "results.json").write_text('{"experiment": "jacobian"}')
-    lines = merge_campaign(theirs, opts)
-    assert "jacobian-h200: measured there, copied into reproductions/jacobian-h200" in lines
-    assert (opts.reproductions / "jacobian-h200" / "results.json").exists()
-    merged = json.loads((opts.reproductions / "campaign" / "state.json").read_text())
-    assert merged["cells"]["jacobian/peptides-func"]["status"] == "finished"
-
-
-def test_the_runtime_cell_is_never_timed_on_stand_in_graphs(tmp_path, monkeypatch):
-    from reproduce import runtime
-
-    monkeypatch.setenv("SWAN_DATA_DIR", str(tmp_path / "empty"))
-    monkeypatch.setattr(runtime, "results", lambda *a: pytest.fail("it timed stand-ins"))
-    opts = _options(tmp_path)
-    opts.plan.write_text(plan.dump_plan(_cells()[:1], "test plan"))
-    lines = loop.run_campaign(opts)
-    assert any(line.startswith("runtime/peptides-func: failed: ValueError: plan cell "
-                               "runtime/peptides-func: Peptides-func's raw files are not in "
-                               f"{tmp_path / 'empty'} (set SWAN_DATA_DIR)") for line in lines)
-    assert not (opts.reproductions / "runtime-cpu-2core").exists()
-
-
 def test_the_ablation_s_peptides_variants_train_as_lrgb_cells(tmp_path):
     """Table 3's Peptides rows: `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`,
     each cell beside the paper's value (tiny sizes; one layer: the variants' cells do not
@@ -276,3 +176,15 @@ def test_the_ablation_s_peptides_variants_train_as_lrgb_cells(tmp_path):
     assert [c["variant"] for c in cells] == list(lrgb.ABLATION_VARIANTS)
     assert all(0.0 <= c["test_mean"] <= 1.0 for c in cells)
     assert [c["paper"] for c in cells] == [[61.95, 0.67], [61.19, 0.37], [62.49, 0.51]]
+
+
+def test_the_runtime_table_is_never_timed_on_stand_in_graphs(tmp_path, monkeypatch, capsys):
+    from reproduce import runtime
+
+    monkeypatch.setenv("SWAN_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(runtime, "results", lambda *a: pytest.fail("it timed stand-ins"))
+    with pytest.raises(SystemExit):
+        runtime.main(["--reproductions", str(tmp_path)])
+    assert (f"Peptides-func's raw files are not in {tmp_path / 'empty'} (set SWAN_DATA_DIR)"
+            in capsys.readouterr().err)
+    assert not list(tmp_path.glob("runtime-*"))

@@ -18,8 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from reproduce.campaign import loop, plan
-from reproduce.campaign.slurm import run_on_slurm
+from reproduce.campaign import loop
+from reproduce.campaign.cells import toml_value
 from swan_jax.experiments.cluster import SlurmOptions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,46 +27,41 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = {"sizes": [16, 8, 8], "hidden": 8, "seeds": [0, 1], "epochs": 30, "patience": "none",
         "grid": {"epsilon": [0.5], "beta": [1.0], "adjacency": ["sym"]}}
 MODELS = ("swan", "gcn")
-# On SLURM the GCN cell is preempted mid-run (SIGTERM, then submitit's USR2): one epoch
-# per call, each checkpointed, so that it is still training when the signal comes. Both
-# settings only say how to run, not what: the numbers are the local run's.
-PREEMPTED = {"epochs_per_call": 1, "checkpoint_seconds": 0}
+# Every epoch its own call and checkpoint in both runs (the same compiled step): on SLURM
+# the GCN cell is preempted mid-run (SIGTERM, then submitit's USR2) while it trains.
+SAVED = {"epochs_per_call": 1, "checkpoint_seconds": 0}
 
 
-def entries(preempted: str | None = None) -> list[plan.Entry]:
-    return [plan.Entry(id=f"transfer/line/3/{m}", experiment="transfer", table="Fig. 3",
-                       priority=1, status="runnable",
-                       config={"topologies": ["line"], "distances": [3], "models": [m],
-                               **TINY, **(PREEMPTED if m == preempted else {})},
-                       cost_minutes={"cpu-2core": 1.0}) for m in MODELS]
+def plan_text() -> str:
+    return "".join(f'[[cell]]\nid = "transfer/line/3/{m}"\nexperiment = "transfer"\n'
+                   f"priority = 1\nconfig = " + toml_value(
+                       {"topologies": ["line"], "distances": [3], "models": [m], **TINY,
+                        **SAVED}) + "\n" for m in MODELS)
 
 
-def preempt_when_training(work: Path, index: int, signalled: list[str]) -> None:
+def preempt_when_training(run: Path, signalled: list[str]) -> None:
     """Once the cell's job has checkpointed two epochs, preempt it as SLURM does (SIGTERM,
     then the requeue signal submitit handles: it checkpoints the call and requeues it)."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        histories = list(work.rglob("history.jsonl"))
-        if histories and len(histories[0].read_text().splitlines()) >= 2:
-            jobs = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True,
-                                  text=True).stdout.split()
-            job = next((j for j in jobs if j.endswith(f"_{index}")), None)
-            if job is not None:
-                for sig in ("SIGTERM", "USR2"):
-                    subprocess.run(["scancel", "--signal", sig, job], check=True)
-                signalled.append(job)
+        histories = list(run.rglob("history.jsonl"))
+        logs = list((run / "submitit").glob("*_0_log.out"))
+        if histories and logs and len(histories[0].read_text().splitlines()) >= 2:
+            job = logs[0].name.removesuffix("_0_log.out")  # an array of one: <id>_0
+            for sig in ("SIGTERM", "USR2"):
+                subprocess.run(["scancel", "--signal", sig, job], check=True)
+            signalled.append(job)
             return
         time.sleep(0.1)
 
 
-def options(work: Path, name: str, preempted: str | None = None) -> loop.Options:
+def options(work: Path, name: str) -> loop.Options:
     root = work / name / "reproductions"
     (root / "campaign").mkdir(parents=True)
     shutil.copy(REPO / "reproductions" / "paper_values.json", root)
-    plan_file = root / "campaign" / "plan.toml"
-    plan_file.write_text(plan.dump_plan(entries(preempted), "cluster test plan"))
-    return loop.Options(plan=plan_file, reproductions=root, work=work / name / "work",
-                        budget_minutes=30, margin_seconds=0, render=False)
+    (root / "campaign" / "plan.toml").write_text(plan_text())
+    return loop.Options(plan=root / "campaign" / "plan.toml", reproductions=root,
+                        work=work / name / "work", render=False, kind="cpu-2core")
 
 
 def runs_of(opts: loop.Options) -> dict[str, list]:
@@ -83,28 +78,27 @@ def main(work: str) -> int:
     started = time.monotonic()
     here = options(work, "local")
     loop.run_campaign(here)
-    jobs = options(work, "slurm", preempted="gcn")
+    jobs = options(work, "slurm")
+    jobs.slurm = SlurmOptions(time_minutes=10, cpus=1, array_size=1)
     signalled: list[str] = []
     watcher = threading.Thread(target=preempt_when_training, daemon=True, args=(
-        jobs.work / entries()[MODELS.index("gcn")].slug, MODELS.index("gcn"), signalled))
+        jobs.work / "transfer__line__3__gcn", signalled))
     watcher.start()
-    lines = run_on_slurm(jobs, SlurmOptions(folder=str(work / "submitit"), time_minutes=10,
-                                            cpus=1, array_size=len(MODELS)))
+    lines = loop.run_campaign(jobs)
     watcher.join()
-    requeued = "".join(p.read_text() for p in (work / "submitit").glob(
-        f"{signalled[0]}_*log*")) if signalled else ""
-    resumed = next((line for line in lines if line.startswith("transfer/line/3/gcn: finished")
-                    and f" {TINY['epochs']} epoch(s)" not in line), None)
-    if not signalled or "requeu" not in requeued.lower() or resumed is None:
+    requeued = "".join(p.read_text() for p in (jobs.work / "transfer__line__3__gcn" /
+                                                "submitit").glob(f"{signalled[0]}*log*")
+                       ) if signalled else ""
+    if not signalled or "requeu" not in requeued.lower():
         print(f"test-cluster: FAILED: the GCN cell's job was not preempted and requeued "
               f"(signalled {signalled or 'nothing'})")
         return 1
-    local, cluster = runs_of(here), runs_of(jobs)
-    finished = [line for line in lines if "finished as a SLURM job" in line]
+    finished = [line for line in lines if line.endswith(": finished")]
     if len(finished) != len(MODELS):
         print(f"test-cluster: FAILED: {len(finished)} of {len(MODELS)} cells finished as "
               f"SLURM jobs:\n  " + "\n  ".join(lines))
         return 1
+    local, cluster = runs_of(here), runs_of(jobs)
     if sorted(local) != sorted(MODELS) or cluster != local:
         print(f"test-cluster: FAILED: the SLURM cells' runs differ from the local run's "
               f"(local {sorted(local)}, SLURM {sorted(cluster)})")

@@ -1,0 +1,98 @@
+"""Run folders carried between machines through git: compressed, in parts under 5 MB.
+
+A cell's state is its run folder (`runs/campaign/<slug>/`, git-ignored): `results.json`
+(the records of its finished programs; its cell summaries once the sweep is done), and
+per program under way a folder with `run.json`, `history.jsonl` and its newest orbax
+checkpoint. `pack` writes the whole folder as one gzip-compressed tar (level 1: the
+checkpoints' float arrays compress little, and a window's minutes are dear) cut into
+`reproductions/campaign/carried/<slug>.tar.gz.00`, `.01`, ... of at most `max_mb` each
+(the repository takes no file over 5 MB); `unpack` writes it back, and the experiment's
+`--resume` continues it bit-identically. `progress` orders two copies of a folder: the
+one with more finished programs, then more trained epochs, is the newer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+MAX_MB = 4.5  # the repository takes no file over 5 MB
+SKIPPED = ("submitit",)  # a SLURM run's logs and pickles: this machine's only
+
+
+def parts(folder: Path, slug: str) -> list[Path]:
+    """The carried parts of `slug` under `folder`, in order."""
+    return sorted(folder.glob(f"{slug}.tar.gz.[0-9][0-9]"))
+
+
+def finished(run: Path) -> bool:
+    """Whether the run folder's results are written (its sweep's cell summaries)."""
+    path = run / "results.json"
+    try:
+        return bool(json.loads(path.read_text()).get("cells")) if path.is_file() else False
+    except json.JSONDecodeError:
+        return False
+
+
+def progress(run: Path) -> tuple[int, int]:
+    """(finished programs, epochs in the histories of the programs under way)."""
+    path = run / "results.json"
+    records = json.loads(path.read_text()).get("records") or [] if path.is_file() else []
+    epochs = sum(len(h.read_text().splitlines()) for h in run.rglob("history.jsonl"))
+    return len(records), epochs
+
+
+def _skip(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if Path(info.name).name in SKIPPED else info
+
+
+def pack(run: Path, folder: Path, slug: str, *, max_mb: float = MAX_MB) -> list[Path]:
+    """`run` as `<folder>/<slug>.tar.gz.NN` (older parts of `slug` removed)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        tar.add(run, arcname=".", filter=_skip)
+    data, size = buffer.getvalue(), int(max_mb * 2 ** 20)
+    remove(folder, slug)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for index, start in enumerate(range(0, len(data), size)):
+        path = folder / f"{slug}.tar.gz.{index:02d}"
+        path.write_bytes(data[start:start + size])
+        written.append(path)
+    return written
+
+
+def unpack(folder: Path, slug: str, run: Path) -> None:
+    """The carried run folder of `slug` written to `run` (replacing what is there)."""
+    data = b"".join(p.read_bytes() for p in parts(folder, slug))
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(run, filter="data")
+
+
+def remove(folder: Path, slug: str) -> None:
+    for path in parts(folder, slug):
+        path.unlink()
+
+
+def progress_of(folder: Path, slug: str) -> tuple[int, int]:
+    """`progress` of the carried copy of `slug` ((-1, -1) when there is none)."""
+    if not parts(folder, slug):
+        return -1, -1
+    records, epochs = 0, 0
+    data = b"".join(p.read_bytes() for p in parts(folder, slug))
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            name = Path(member.name)
+            reader = tar.extractfile(member) if member.isfile() else None
+            if reader is None:
+                continue
+            if name.name == "history.jsonl":
+                epochs += len(reader.read().splitlines())
+            elif name.as_posix() in ("results.json", "./results.json"):
+                records = len(json.loads(reader.read()).get("records") or [])
+    return records, epochs
