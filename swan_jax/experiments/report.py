@@ -43,10 +43,12 @@ def _cell_value(mean: float, std: float | None, metric: str, scale: float) -> st
                            percent=scale == 100.0)
 
 
-def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
-    """One cell's table row (the paper's values come already scaled)."""
+def _row(exp, columns: Sequence[str], c: Mapping[str, Any], beside: str = "") -> str:
+    """One cell's table row (the paper's values come already scaled); `beside` follows
+    our test value (a run off the paper's protocol says so there)."""
     spe, scale, metric = c.get("seconds_per_epoch"), exp.scale(c), c["metric"]
     diverged = " (diverged runs)" if any(c["diverged"]) else ""
+    diverged += f" {beside}" if beside else ""
     paper = c.get("paper")
     return ("| " + " | ".join(str(c[a]) for a in columns) + f" | {metric.upper()} | "
             f"{_cell_value(c['test_mean'], c['test_std'], metric, scale)}{diverged} | "
@@ -58,8 +60,10 @@ def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
             f"`{json.dumps(c['best_hparams'], sort_keys=True)}` |")
 
 
-def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) -> str:
-    """Markdown: per cell, our test metric (mean ± std over seeds) beside the paper's."""
+def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str], *,
+          beside: str = "") -> str:
+    """Markdown: per cell, our test metric (mean ± std over seeds) beside the paper's;
+    `beside` is written after each of our test values."""
     axes = [a for a in exp.cell_axes if a not in exp.pooled_axes]
     section = exp.table_sections[0] if exp.table_sections else None
     columns = [a for a in axes if a != section]
@@ -81,7 +85,7 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
         if section is not None:
             lines += [f"## {exp.table_sections[1]} `{value}`", ""]
         lines += [header, rule]
-        lines += [_row(exp, columns, c) for c in members]
+        lines += [_row(exp, columns, c, beside) for c in members]
         lines.append("")
     if skipped:
         lines += ["**Partial run** (`--skip-missing`): the cells below have no result "
