@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from benchmarks.interrupts import BAD_WORDS, RUN
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +55,21 @@ def test_an_interrupt_during_a_compilation_waits_for_it_and_exits_cleanly():
     assert child.stdout.splitlines()[0].startswith("result ")
     assert child.stdout.splitlines()[-1] == "interrupted"
     assert not any(word in child.stderr for word in BAD_WORDS), child.stderr
+
+
+def test_a_signal_put_off_in_jax_is_delivered_when_the_block_ends():
+    """A signal that found the main thread in JAX's code, whose block ends before it is
+    sent again, ends the block as a `KeyboardInterrupt` (it was dropped: exit 0)."""
+    from swan_jax.experiments import signals
+
+    jax_code = {"__name__": "jax._src.stand_in", "sys": sys}
+    exec("def frame():\n    return sys._getframe()", jax_code)
+    with pytest.raises(KeyboardInterrupt):
+        with signals.interrupts_like_ctrl_c(lambda: "stuck", grace=60.0):
+            signals._handler(signal.SIGTERM, jax_code["frame"]())  # put off: no raise here
+    assert signals.exit_code() == 128 + signal.SIGTERM
+    with signals.interrupts_like_ctrl_c(lambda: "stuck", grace=60.0):
+        pass  # nothing pending: a quiet end
 
 
 def _interrupt_at(argv: list[str], line: str, sig: int) -> subprocess.CompletedProcess:

@@ -21,8 +21,8 @@ def test_quick_is_a_fixed_peptides_func_subset_of_few_epochs_in_its_own_folder(t
     assert cfg.results_dir == Path("results/lrgb-quick")
     assert {k: v for k, v in cfg.grid.items()} == dict(lrgb.EXPERIMENT.default_config().grid)
     assert lrgb.EXPERIMENT.departures(cfg) == [
-        "the first 1,000 molecules (graphs per split on PascalVOC-SP) only, with the "
-        "official split", "20 epoch(s), not 300", "1 seed(s), not 3"]
+        "only the first 1,000 molecules, split as officially", "15 epoch(s), not 300",
+        "1 seed(s), not 3"]
     assert lrgb.EXPERIMENT.departures(lrgb.EXPERIMENT.default_config()) == []
     assert "--all" in make_command("reproduce-lrgb", tmp_path)  # without QUICK: as before
 
@@ -32,9 +32,8 @@ def test_quick_marks_every_number_as_not_the_papers_protocol(tmp_path, capsys):
     argv = [*make_command("reproduce-lrgb", data, "QUICK=1", "EPOCHS=1"), *TINY,
             "--results-dir", str(tmp_path / "res"), "--cache-dir", str(tmp_path / "cache")]
     departures = lrgb.EXPERIMENT.departures(lrgb.parse_config(argv))
-    assert departures[:3] == ["the first 1,000 molecules (graphs per split on PascalVOC-SP) "
-                              "only, with the official split", "1 epoch(s), not 300",
-                              "1 seed(s), not 3"]
+    assert departures[:3] == ["only the first 1,000 molecules, split as officially",
+                              "1 epoch(s), not 300", "1 seed(s), not 3"]
     assert departures[3:] == ["batch 4, not 64", "grid num_layers [2], hidden [8]"]  # TINY
     assert lrgb.main(argv) == 0
     table = (tmp_path / "res" / "table.md").read_text()

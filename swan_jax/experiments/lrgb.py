@@ -176,8 +176,9 @@ class LRGB(Experiment[LRGBConfig]):
         paper's grid of `lrgb-full.toml`), in a few words each."""
         paper, out = self.default_config(), []
         if cfg.limit:
-            out.append(f"the first {cfg.limit:,} molecules (graphs per split on "
-                       f"PascalVOC-SP) only, with the official split")
+            voc = "pascalvoc-sp" in (cfg.datasets or ())
+            out.append(f"only the first {cfg.limit:,} molecules, split as officially"
+                       + (f" (PascalVOC-SP: {cfg.limit:,} graphs per split)" if voc else ""))
         if cfg.epochs != paper.epochs:
             out.append(f"{cfg.epochs} epoch(s), not {paper.epochs}")
         if len(cfg.seeds) < len(paper.seeds):

@@ -145,3 +145,7 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
         os.close(write_fd)
         if not watcher.is_alive():
             os.close(read_fd)
+    if _state.signum is not None and not _state.handled.is_set():
+        # a signal put off in JAX's code that the block outran: delivered as it leaves
+        _state.handled.set()
+        raise KeyboardInterrupt
