@@ -2,7 +2,7 @@
 
     with CompileCounter() as counter:
         ...                       # anything that may call jitted functions
-    counter.compiles, counter.traces
+    counter.compiles, counter.traces, counter.seconds
 
 Padded batches of one budget keep every step's shapes static, so after the first
 epoch a training run should trace and compile nothing (benchmark 4, and a test).
@@ -14,6 +14,7 @@ import jax
 
 _COMPILE = "/jax/core/compile/backend_compile_duration"
 _TRACE = "/jax/core/compile/jaxpr_trace_duration"
+_LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 
 
 class CompileCounter:
@@ -24,8 +25,13 @@ class CompileCounter:
         self.traces = 0
         self.compiled: list[str] = []  # names of the compiled functions, in order
         self.traced: list[str] = []  # names of the traced functions, in order
+        # wall seconds spent tracing, lowering and compiling (one after another in the
+        # calling thread): what a pace measured on the clock leaves out (`train`'s progress)
+        self.seconds = 0.0
 
     def _listen(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
+        if event in (_COMPILE, _TRACE, _LOWER):
+            self.seconds += duration_secs
         if event == _COMPILE:
             self.compiles += 1
             self.compiled.append(str(kwargs.get("fun_name", "?")))

@@ -91,6 +91,9 @@ def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkey
     assert folder.name.startswith("hidden=4-")
     history = read_history(folder)
     assert [h["epoch"] for h in history] == [0, 1]
+    # The learning curves, in the program's folder and in the results folder.
+    for curves in (folder / "curves.png", res / "curves.png"):
+        assert curves.read_bytes()[:4] == b"\x89PNG"
     for h in history:
         assert {"train_loss", "val", "test", "lr", "seconds", "train_seconds",
                 "eval_seconds"} <= set(h)

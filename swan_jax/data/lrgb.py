@@ -42,6 +42,7 @@ import gzip
 import hashlib
 import json
 import math
+import sys
 import warnings
 import zipfile
 import zlib
@@ -60,6 +61,7 @@ from swan_jax.data.errors import (
     MissingFile,
 )
 from swan_jax.data.progress import progress as show_progress
+from swan_jax.data.progress import watched
 from swan_jax.data.raw import RawFile, cached_md5, fetch_missing, folders, locate
 from swan_jax.data.safe_pickle import safe_load, safe_load_file
 
@@ -68,6 +70,7 @@ __all__ = ["DATASETS", "ChecksumError", "DataFormatError", "MissingDataError", "
            "load_peptides_struct", "missing_files"]
 
 SPLITS = ("train", "val", "test")
+FEATURISE_LINE_SECONDS = 15.0  # off a terminal: a line of the featurisation this often
 
 
 def _peptides_file(folder: str, name: str, url: str, md5: str) -> RawFile:
@@ -278,8 +281,11 @@ def _featurise_peptides(path: Path, target_columns, parse_targets, *, limit, ski
     n_targets = len(target_columns)
 
     graphs, kept, n_bad, first_error = [], [], 0, ""
-    for r, (line, n_fields, values) in enumerate(show_progress(rows, desc=desc, unit="mol",
-                                                               enabled=progress)):
+    if progress and not watched():  # a log hears of the minutes ahead before they pass
+        print(f"{desc}: {len(rows):,} molecules to featurise, once (the graphs are cached)",
+              file=sys.stderr, flush=True)
+    for r, (line, n_fields, values) in enumerate(show_progress(
+            rows, desc=desc, unit="mol", enabled=progress, every=FEATURISE_LINE_SECONDS)):
         identifier = values[-1]
         ident = f", identifier {identifier}" if identifier is not None else ""
         where = f"{path}: row {r} (line {line}{ident})"

@@ -125,9 +125,11 @@ def resume_command(exp: Experiment, argv: Sequence[str]) -> str:
 
 
 def _stuck_message(exp: Experiment, cfg: SweepConfig, argv: Sequence[str]) -> str:
-    """What the interrupt watchdog prints when a compiled step does not return in time."""
-    return (f"interrupted by {signals.signal_name()} inside a compiled step that did not "
-            f"return within seconds: the running program's last checkpoint is kept; "
+    """What the interrupt watchdog prints when XLA (a compilation, a compiled step) does not
+    return in time."""
+    return (f"interrupted by {signals.signal_name()} inside XLA (a compilation or a compiled "
+            f"step) that did not return within seconds: the running program's last "
+            f"checkpoint is kept; "
             f"{finished_where(cfg)}.\nresume with: {resume_command(exp, argv)}")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from swan_jax.config import TRACED_FIELDS, VARIANTS
 from swan_jax.data.errors import missing_report
 from swan_jax.encoders import AtomEncoder, LinearNodeEncoder
-from swan_jax.experiments import command
+from swan_jax.experiments import command, report
 from swan_jax.experiments.config import CONFIG_DIR, SweepConfig, io, load_toml, select
 from swan_jax.experiments.sweep import Experiment, Task
 from swan_jax.models import GraphReadout, Model, NodeReadout
@@ -101,6 +101,11 @@ class LRGBConfig(SweepConfig):
                                               "instead of stopping")
 
 
+def _axes(grid) -> dict[str, tuple]:
+    """A grid's axes, each as a tuple of its values (comparable however they were read)."""
+    return {k: tuple(v) for k, v in grid.items()}
+
+
 def readout_features(hidden: int, outputs: int) -> tuple[int, ...]:
     return (hidden, hidden // 2, outputs)
 
@@ -166,11 +171,47 @@ class LRGB(Experiment[LRGBConfig]):
     def scale(self, cell) -> float:
         return 100.0 if DATASETS[cell["dataset"]].percent else 1.0
 
+    def departures(self, cfg: LRGBConfig) -> list[str]:
+        """How `cfg` departs from the paper's protocol (as `configs/lrgb.toml` runs it:
+        the whole data sets, 300 epochs, 3 seeds, batch 64, its grid point or the
+        paper's grid of `lrgb-full.toml`), in a few words each."""
+        paper, out = self.default_config(), []
+        if cfg.limit:
+            voc = "pascalvoc-sp" in (cfg.datasets or ())
+            out.append(f"only the first {cfg.limit:,} molecules, split as officially"
+                       + (f" (PascalVOC-SP: {cfg.limit:,} graphs per split)" if voc else ""))
+        if cfg.epochs != paper.epochs:
+            out.append(f"{cfg.epochs} epoch(s), not {paper.epochs}")
+        if len(cfg.seeds) < len(paper.seeds):
+            out.append(f"{len(cfg.seeds)} seed(s), not {len(paper.seeds)}")
+        if cfg.batch_size != paper.batch_size:
+            out.append(f"batch {cfg.batch_size}, not {paper.batch_size}")
+        grids = [_axes(paper.grid), _axes(load_toml(LRGBConfig, CONFIG_DIR / "lrgb-full.toml")
+                                          .grid)]
+        if _axes(cfg.grid) not in grids:
+            changed = {k: v for k, v in _axes(cfg.grid).items() if grids[0].get(k) != v}
+            out.append("grid " + ", ".join(f"{k} {list(v)}" for k, v in changed.items()))
+        return out
+
     def notes(self, cfg: LRGBConfig) -> list[str]:
         notes = [f"grid {cfg.grid_name}"]
         if cfg.datasets and "pascalvoc-sp" in cfg.datasets:
             notes.append(f"PascalVOC-SP node features: {cfg.voc_features}")
-        return notes + ([f"first {cfg.limit} graphs only"] if cfg.limit else [])
+        departures = self.departures(cfg)
+        return notes + ([f"NOT the paper's protocol: {', '.join(departures)}"]
+                        if departures else [])
+
+    def extra_results(self, cfg: LRGBConfig) -> dict[str, Any]:
+        """Whether the numbers follow the paper's protocol, and how they do not."""
+        departures = self.departures(cfg)
+        return {"protocol": {"paper": not departures, "departures": departures}}
+
+    def table(self, cfg: LRGBConfig, cells, skipped) -> str:
+        """The shared table; a run off the paper's protocol says so beside each number."""
+        departures = self.departures(cfg)
+        beside = (f"(**not the paper's protocol**: {', '.join(departures)})"
+                  if departures else "")
+        return report.table(self, cfg, cells, skipped, beside=beside)
 
     # ---------------------------------------------------------------- command line
     def add_arguments(self, p) -> None:

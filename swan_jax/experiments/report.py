@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from swan_jax.train import HISTORY_FILE, read_history
+from swan_jax.train import HISTORY_FILE, RUN_FILE, read_history
+
+CURVES_FILE = "curves.png"  # the learning curves: each program folder's, a results folder's
 
 
 def format_value(value: float, metric: str, *, percent: bool = False) -> str:
@@ -41,10 +43,12 @@ def _cell_value(mean: float, std: float | None, metric: str, scale: float) -> st
                            percent=scale == 100.0)
 
 
-def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
-    """One cell's table row (the paper's values come already scaled)."""
+def _row(exp, columns: Sequence[str], c: Mapping[str, Any], beside: str = "") -> str:
+    """One cell's table row (the paper's values come already scaled); `beside` follows
+    our test value (a run off the paper's protocol says so there)."""
     spe, scale, metric = c.get("seconds_per_epoch"), exp.scale(c), c["metric"]
     diverged = " (diverged runs)" if any(c["diverged"]) else ""
+    diverged += f" {beside}" if beside else ""
     paper = c.get("paper")
     return ("| " + " | ".join(str(c[a]) for a in columns) + f" | {metric.upper()} | "
             f"{_cell_value(c['test_mean'], c['test_std'], metric, scale)}{diverged} | "
@@ -56,8 +60,10 @@ def _row(exp, columns: Sequence[str], c: Mapping[str, Any]) -> str:
             f"`{json.dumps(c['best_hparams'], sort_keys=True)}` |")
 
 
-def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) -> str:
-    """Markdown: per cell, our test metric (mean ± std over seeds) beside the paper's."""
+def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str], *,
+          beside: str = "") -> str:
+    """Markdown: per cell, our test metric (mean ± std over seeds) beside the paper's;
+    `beside` is written after each of our test values."""
     axes = [a for a in exp.cell_axes if a not in exp.pooled_axes]
     section = exp.table_sections[0] if exp.table_sections else None
     columns = [a for a in axes if a != section]
@@ -79,7 +85,7 @@ def table(exp, cfg, cells: Sequence[Mapping[str, Any]], skipped: Sequence[str]) 
         if section is not None:
             lines += [f"## {exp.table_sections[1]} `{value}`", ""]
         lines += [header, rule]
-        lines += [_row(exp, columns, c) for c in members]
+        lines += [_row(exp, columns, c, beside) for c in members]
         lines.append("")
     if skipped:
         lines += ["**Partial run** (`--skip-missing`): the cells below have no result "
@@ -147,10 +153,36 @@ def _band(ax, epochs, values, label):
     values = np.asarray(values, float)  # [epochs, runs]
     with np.errstate(all="ignore"):
         mean = np.nanmean(values, axis=1)
-    line, = ax.plot(epochs, mean, label=label)
+    line, = ax.plot(epochs, mean, label=label, marker="o" if len(epochs) < 12 else None,
+                    markersize=3)
     if values.shape[1] > 1:
         ax.fill_between(epochs, np.nanmin(values, 1), np.nanmax(values, 1),
                         color=line.get_color(), alpha=0.15, linewidth=0)
+
+
+def _run_file(folder: Path) -> dict[str, Any]:
+    """A program folder's `run.json` (empty where it is missing or unreadable)."""
+    try:
+        return json.loads((folder / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def program_label(folder: Path, below: Path | None = None) -> str:
+    """A program's name in a legend: a sweep's cell path and static point (what its
+    `run.json` describes: `line/3/swan/adjacency=sym`), else its path under `below`,
+    else the folder's own name (never ".")."""
+    described = _run_file(folder).get("description")
+    described = described if isinstance(described, dict) else {}
+    cell = described.get("cell")
+    name = folder.resolve().name
+    if isinstance(cell, dict):
+        ident = f"-{described.get('program')}"
+        point = name[:-len(ident)] if name.endswith(ident) else name
+        return "/".join([*(str(v) for v in cell.values()), point])
+    if below is not None and folder.resolve() != below.resolve():
+        return str(folder.relative_to(below)).removeprefix("checkpoints/")
+    return name
 
 
 def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
@@ -160,30 +192,73 @@ def plot_curves(folder: str | Path, out: str | Path | None = None) -> Path:
     files = [f for f in files if read_history(f)]
     if not files:
         raise FileNotFoundError(f"no {HISTORY_FILE} with any epoch under {folder}")
-    histories = {str(f.parent.relative_to(folder)).removeprefix("checkpoints/"): read_history(f)
-                 for f in files}
+    out = Path(out) if out is not None else folder / CURVES_FILE
+    return plot_programs([f.parent for f in files], out, below=folder,
+                         title=str(folder.resolve().name if str(folder) == "." else folder))
+
+
+def plot_programs(folders: Sequence[Path], out: Path, *, title: str,
+                  below: Path | None = None) -> Path:
+    """`curves_figure` of the program folders, written to `out` (a PNG)."""
+    fig = curves_figure(folders, title=title, below=below)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    return out
+
+
+def curves_figure(folders: Sequence[Path], *, title: str, below: Path | None = None):
+    """The training loss and validation metric per epoch (whole epochs on the axis) of
+    each program folder (its runs' mean, the band spanning their min to max), plus the
+    learning rate when a schedule changed it; one line per program, named by
+    `program_label`; titled by the program alone, else `title` and their count."""
+    histories = {program_label(f, below): read_history(f / HISTORY_FILE) for f in folders}
+    metrics = {_run_file(f).get("train", {}).get("metric") for f in folders}
     schedule = any(len({tuple(h["lr"]) for h in hist if "lr" in h}) > 1
                    for hist in histories.values())
     panels = ["train_loss", "val"] + (["lr"] if schedule else [])
+    from matplotlib.ticker import MaxNLocator
+
     fig = figure(figsize=(4.6 * len(panels), 3.6))
     axes = fig.subplots(1, len(panels), squeeze=False)
     for name, hist in histories.items():
-        epochs = [h["epoch"] + 1 for h in hist]
+        epochs, runs = [h["epoch"] + 1 for h in hist], len(hist[0]["val"])
         for ax, key in zip(axes[0], panels, strict=True):
-            _band(ax, epochs, [h[key] for h in hist], name)
-    titles = {"train_loss": "training loss", "val": "validation metric", "lr": "learning rate"}
+            _band(ax, epochs, [h[key] for h in hist],
+                  f"{name} (mean of {runs} runs, band min-max)" if runs > 1 else name)
+    [metric] = metrics if len(metrics) == 1 and None not in metrics else ["metric"]
+    titles = {"train_loss": "training loss", "val": f"validation {metric}",
+              "lr": "learning rate"}
     for ax, key in zip(axes[0], panels, strict=True):
         ax.set_title(titles[key])
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole
         ax.grid(True, alpha=0.3)
     axes[0][0].set_yscale("log" if all(np.nanmin(np.asarray(h["train_loss"], float)) > 0
                                        for hist in histories.values() for h in hist)
                           else "linear")
     if len(histories) <= 12:
         axes[0][-1].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{folder}: {len(histories)} program(s)")
+    fig.suptitle(next(iter(histories)) if len(histories) == 1
+                 else f"{title}: {len(histories)} programs")
     fig.tight_layout()
-    out = Path(out) if out is not None else folder / "curves.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    return out
+    return fig
+
+
+def draw_curves(folders: Sequence[Path], out: Path, *, title: str) -> bool:
+    """`plot_programs` over the folders that hold an epoch, at the end of a run: a failure
+    is one line on stderr (as `draw_figure`'s), never the end of the run."""
+    try:
+        folders = [f for f in folders
+                   if (f / HISTORY_FILE).is_file() and read_history(f / HISTORY_FILE)]
+        if not folders:
+            return False
+        plot_programs(folders, out, title=title)
+        return True
+    except Exception as err:  # noqa: BLE001 - any drawing failure; the results stand
+        reason = " ".join(f"{type(err).__name__}: {err}".split())
+        print(f"warning: the learning curves {out} were not written ({reason}); "
+              f"swan-curves draws them from the folder's history.jsonl", file=sys.stderr,
+              flush=True)
+        with contextlib.suppress(OSError):
+            Path(out).unlink()
+        return False

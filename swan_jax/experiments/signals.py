@@ -11,6 +11,16 @@ message when that handler has not run within `grace` seconds. Ending it then is 
 as SIGKILL, which the checkpoints survive: each is written to a temporary folder and
 renamed when complete. While a checkpoint or the final scores are written
 (`swan_jax.runs.interrupts.held`) the signal waits for them, and so does the watchdog.
+
+A signal that finds the main thread in JAX's own code is put off until it is back in
+ours (the handler sends it again every `RESEND` seconds). JAX waits for an XLA
+compilation, which runs in XLA's thread pool, in a wait that runs Python's signal
+handlers: a `KeyboardInterrupt` raised there abandons the compilation, and JAX's exit
+handler then destroyed the client while the compilation still ran (a segmentation fault
+after the clean message, 6 runs of 8 interrupted during Peptides-func's first compile;
+a few lines reproduce it: jit a function that takes seconds to compile, raise
+`KeyboardInterrupt` in its first call, exit). A compilation longer than `grace` ends
+through the watchdog, whose `os._exit` runs no such teardown.
 """
 
 from __future__ import annotations
@@ -25,12 +35,16 @@ from collections.abc import Callable, Iterator
 from swan_jax.runs import interrupts
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+RESEND = 0.1  # seconds between the tries of a signal put off inside JAX
+DEFERRED_IN = ("jax", "jaxlib")  # top-level packages whose code a signal waits out
 
 
 class _State:
     def __init__(self) -> None:
         self.signum: int | None = None
         self.handled = threading.Event()
+        self.active = False  # inside `interrupts_like_ctrl_c`: a re-sent signal is ours
+        self.resending = threading.Lock()  # held while one re-send is pending
 
 
 _state = _State()
@@ -46,8 +60,29 @@ def signal_name() -> str:
     return "SIGTERM" if _state.signum == signal.SIGTERM else "Ctrl-C"
 
 
+def inside_jax(frame) -> bool:
+    """Whether the main thread's innermost Python frame is JAX's (compiling, dispatching,
+    waiting for a result): `frame` is the one a signal handler receives."""
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return module.partition(".")[0] in DEFERRED_IN
+
+
+def _resend(signum: int) -> None:
+    try:
+        if _state.active and not _state.handled.is_set():
+            os.kill(os.getpid(), signum)
+    finally:
+        _state.resending.release()
+
+
 def _handler(signum: int, frame) -> None:
     _state.signum = signum
+    if inside_jax(frame):  # put off (module docstring); one re-send pending at a time
+        if _state.resending.acquire(blocking=False):
+            timer = threading.Timer(RESEND, _resend, (signum,))
+            timer.daemon = True
+            timer.start()
+        return
     _state.handled.set()
     raise KeyboardInterrupt
 
@@ -88,7 +123,7 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _state.signum, _state.handled = None, threading.Event()
+    _state.signum, _state.handled, _state.active = None, threading.Event(), True
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     previous = {s: signal.signal(s, _handler) for s in HANDLED}
@@ -101,6 +136,7 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
         yield
     finally:
         stop.set()
+        _state.active = False
         signal.set_wakeup_fd(old_fd)
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -109,3 +145,7 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
         os.close(write_fd)
         if not watcher.is_alive():
             os.close(read_fd)
+    if _state.signum is not None and not _state.handled.is_set():
+        # a signal put off in JAX's code that the block outran: delivered as it leaves
+        _state.handled.set()
+        raise KeyboardInterrupt

@@ -608,6 +608,9 @@ def run_program(exp: Experiment, cfg: SweepConfig, program: Program, data: _Data
     splits = data.get(program.cell)
     result = train_program(exp, cfg, program, splits, on_epoch_end=on_epoch_end)
     overall.program_done(len(epochs_now), cfg.epochs)
+    if hosts.writes_files():  # its learning curves in its folder (a failure: a warning)
+        report.draw_curves([program.folder], program.folder / report.CURVES_FILE,
+                           title=program.name)
     return program_record(exp, cfg, program, result, splits)
 
 
@@ -763,4 +766,6 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     write_text_atomic(folder / "config.toml", dump_toml(cfg, exp.name))
     if cells:  # a figure that fails is a warning: the results above are written
         report.draw_figure(exp, cells, folder / f"{exp.name}.png")
+        report.draw_curves([p.folder for p in programs], folder / report.CURVES_FILE,
+                           title=f"{exp.label}, {folder}")
     return cells

@@ -398,11 +398,11 @@ def _after_epochs(prog: _Program, state: RunState, done: Sequence[tuple[dict, di
         log.history.append(record)
         log.timings.append(timing)
         log.pending.append((record, timing))
-    for record, _, after in done:
+    for record, _, _ in done:
         if prog.cfg.on_epoch_end is not None:
             prog.cfg.on_epoch_end(record["epoch"], record)
         trackers.epoch_done(record)
-        progress.epoch_done(record, after)
+    progress.epochs_done([(record, after) for record, _, after in done])
     epoch, timing = len(log.history), {
         "train_seconds": sum(t["train_seconds"] for _, t, _ in done),
         "eval_seconds": sum(t["eval_seconds"] for _, t, _ in done)}
