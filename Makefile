@@ -97,13 +97,16 @@ gpu-check-smoke: install
 EPOCHS ?=
 SEEDS ?=
 STRICT ?=
+# Every target resumes its results folder; one written with other settings is refused
+# (naming them): OVERWRITE=1 starts it again with these settings instead.
+OVERWRITE ?=
 RUN_FLAGS = $(if $(EPOCHS),--epochs $(EPOCHS)) $(if $(SEEDS),--seeds $(SEEDS)) \
-	$(if $(STRICT),,--skip-missing) --resume
+	$(if $(STRICT),,--skip-missing) $(if $(OVERWRITE),--overwrite,--resume)
 
 # QUICK=1: a first table in minutes on a CPU (configs/lrgb-quick.toml: Peptides-func's
 # first 1,000 molecules, 15 epochs, 1 seed; every number marked as not the paper's
-# protocol) -> results/lrgb-quick/. 4.8 min on 2 busy CPU cores (load 8-9), featurisation
-# included (2026-11-28).
+# protocol) -> results/lrgb-quick/. About 5 minutes on 2 CPU cores, featurisation
+# included (BENCHMARKS.md).
 QUICK ?=
 LRGB_CELLS = $(if $(QUICK),--config swan_jax/experiments/configs/lrgb-quick.toml,--all)
 

@@ -38,7 +38,7 @@ from swan_jax.experiments.config import (
 )
 from swan_jax.experiments.hosts import RunBlockDoesNotDivide, RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
-from swan_jax.experiments.sweep import ConfigT, Experiment, SweepRefused, run_sweep
+from swan_jax.experiments.sweep import ConfigT, Experiment, SweepRefused, SweepResult, run_sweep
 from swan_jax.runs.checkpoint import CheckpointError
 from swan_jax.runs.io import OutputPathError, OutputWriteError, failure_reason
 from swan_jax.settings import HintedError, SettingError
@@ -278,6 +278,12 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         raise SystemExit(message) from None
     if not writes_files():  # a multi-host sweep's other processes: process 0 reports
         return 0
+    with signals.finishing():
+        return _report(exp, cfg, outcome)
+
+
+def _report(exp: Experiment, cfg: SweepConfig, outcome: SweepResult) -> int:
+    """The finished run's table, where its files are, and its divergence from the paper."""
     print((cfg.results_dir / "table.md").read_text())
     print(f"results: {cfg.results_dir / 'results.json'} ({len(outcome.cells)} cell(s)); table, "
           f"figure and the resolved config.toml beside it")

@@ -149,3 +149,19 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
         # a signal put off in JAX's code that the block outran: delivered as it leaves
         _state.handled.set()
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def finishing() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored inside the block: the run is complete and written, so
+    a signal while its table prints must not kill it with no word (exit -15). A no-op
+    outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in HANDLED}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
