@@ -29,8 +29,11 @@ time (`jax.lax.map` over width-1 vmapped runs), elsewhere all at once. On the 2-
 GraphProp program of 8 vmapped runs cost 1.16-1.18x a lone run per run in CPU time, in
 blocks of 2 0.99x, one at a time 0.90x (BENCHMARKS.md "A grid on a CPU"): the 8 runs'
 activations (`[8, N, d]` per array, 9.5 MB at GraphProp's batch) leave the caches a lone
-run's fit. Adam stays optax's (only `run_block` writes its divisions as products), and a
-run of such a program is the lone run's program, so its numbers are the lone run's.
+run's fit. Adam stays optax's (only `run_block` writes its divisions as products). Each
+run is then the lone run's width-1 program: its numbers are the lone run's (GraphProp's 8
+runs, 2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam entry, as XLA
+simplifies a division inside the loop otherwise), where all vmapped they differ from it
+by the width's rounding.
 
 A block size that does not divide the runs (or, with `shard_runs`, each device's share)
 is refused in one line naming `run_block` (`check_blocks`): no dummy runs.
