@@ -23,6 +23,18 @@ call (`TrainConfig.epochs_per_call`) gives the epoch's wall time that way too
     python -m benchmarks.epoch_anatomy                 # all four, full sizes
     python -m benchmarks.epoch_anatomy --quick         # small sizes, a smoke run
     python -m benchmarks.epoch_anatomy --only transfer,graphprop
+
+`--grid` instead prints, side by side from one process, a GraphProp "SSSP" epoch (SWAN
+hidden 20, 10 layers, one seed; train + validation + test) of a lone run and, per run,
+of 8-run programs: 8 epsilons, and 4 epsilons x both adjacencies (the adjacency batched
+across runs), each in the layout the device gets by default (`_run_blocks.by_device`)
+and all vmapped at once (`run_block` 8, the layout before). Wall and CPU seconds,
+medians of `--repeat` rounds that alternate the programs; the authors' epoch is a column
+where `--authors-seconds` gives it (timed in a torch venv by
+`benchmarks/graphprop_differential.py authors`; torch is not a dependency here).
+
+    python -m benchmarks.epoch_anatomy --grid                       # full data
+    python -m benchmarks.epoch_anatomy --grid --per-size 128,32,64  # a quarter
 """
 
 from __future__ import annotations
@@ -288,6 +300,85 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+GRID_PROGRAMS = {  # name: (epsilons, adjacencies, run_block)
+    "lone run": ((0.1,), ("sym",), None),
+    "8 epsilons": ((0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01), ("sym",), None),
+    "8 epsilons, all vmapped": ((0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01), ("sym",), 8),
+    "4 epsilons x sym/adj": ((0.5, 0.1, 0.05, 0.01), ("sym", "adj"), None),
+    "4 epsilons x sym/adj, all vmapped": ((0.5, 0.1, 0.05, 0.01), ("sym", "adj"), 8),
+}
+
+
+def _grid_program(eps, adjacencies, block, per_size, folder: str):
+    """A GraphProp program as the sweep builds it (one cell, one static point)."""
+    from swan_jax.experiments.graphprop import EXPERIMENT as exp
+    from swan_jax.experiments.sweep import train_config
+
+    cfg = exp.default_config()
+    grid = {**cfg.grid, "hidden": (20,), "num_layers": (10,), "adjacency": adjacencies,
+            "epsilon": eps, "gamma": (0.1,), "beta": (1.0,)}
+    cfg = dataclasses.replace(cfg, grid=grid, seeds=(0,), per_size=per_size, epochs=3,
+                              checkpoint_dir=folder, progress=False, quiet=True,
+                              train=dataclasses.replace(cfg.train, run_block=block))
+    (program,) = exp.plan(cfg, exp.cells(cfg)[:1])
+    splits = exp.load_data(cfg, program.cell)
+    tcfg = dataclasses.replace(train_config(exp, cfg, program, None), progress=False,
+                               quiet=True)
+    return open_program(exp.model_fn(cfg, program.cell, program.static), splits, tcfg,
+                        program.grid)
+
+
+def _grid_epoch(prog, state) -> tuple[float, float]:
+    """Wall and CPU seconds of one training epoch and both evaluations."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    state, _ = prog.pipeline.train_epoch(state, prog.hp, 1, lambda n: None)
+    jax.block_until_ready([prog.pipeline.evaluate(state.params, prog.hp, s)
+                           for s in ("val", "test")])
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def grid(per_size: tuple[int, int, int], repeat: int, authors: float | None
+         ) -> dict[str, Any]:
+    """The `--grid` comparison (module docstring): per program, median wall and CPU
+    seconds per run and their ratios to the lone run's, round by round."""
+    with tempfile.TemporaryDirectory() as tmp:
+        progs = {name: _grid_program(*spec, per_size, f"{tmp}/{i}")
+                 for i, (name, spec) in enumerate(GRID_PROGRAMS.items())}
+        for prog, state in progs.values():
+            _grid_epoch(prog, state)  # compiles
+        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in progs}
+        for _ in range(repeat):
+            for name, (prog, state) in progs.items():
+                wall, cpu = _grid_epoch(prog, state)
+                runs = len(state.stopped)
+                rounds[name].append((wall / runs, cpu / runs))
+    lone = rounds["lone run"]
+    out: dict[str, Any] = {"per_size": per_size, "load_average": os.getloadavg(),
+                           "authors_epoch_s": authors, "programs": {}}
+    for name, values in rounds.items():
+        pairs = list(zip(values, lone, strict=True))
+        out["programs"][name] = {
+            "wall_s_per_run": statistics.median(w for w, _ in values),
+            "cpu_s_per_run": statistics.median(c for _, c in values),
+            "wall_ratio": statistics.median(v[0] / base[0] for v, base in pairs),
+            "cpu_ratio": statistics.median(v[1] / base[1] for v, base in pairs)}
+    return out
+
+
+def grid_table(result: dict[str, Any]) -> str:
+    authors = result["authors_epoch_s"]
+    lone = result["programs"]["lone run"]["wall_s_per_run"]
+    rows = ["| program | wall s per run | CPU s per run | x lone (wall) | x lone (CPU) |",
+            "|---|---|---|---|---|",
+            "| the authors' SWAN (torch, 2 threads) | "
+            + (f"{authors:.3g} ({authors / lone:.1f}x our lone run) | | | |" if authors
+               else "not measured: torch is not installed here (--authors-seconds) | | | |")]
+    rows += [f"| {name} | {r['wall_s_per_run']:.3g} | {r['cpu_s_per_run']:.3g} | "
+             f"{r['wall_ratio']:.2f} | {r['cpu_ratio']:.2f} |"
+             for name, r in result["programs"].items()]
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.epoch_anatomy",
                                 description=__doc__.split("\n")[0])
@@ -300,7 +391,21 @@ def main(argv=None) -> int:
                    "epoch_anatomy.json", help="where the JSON goes")
     p.add_argument("--report", action="store_true",
                    help="print the markdown table of --out and stop")
+    p.add_argument("--grid", action="store_true",
+                   help="a lone GraphProp run against 8-run programs, per run (see above)")
+    p.add_argument("--per-size", default="512,128,256",
+                   help="--grid: GraphProp graphs per node count, train,val,test")
+    p.add_argument("--authors-seconds", type=float, default=None,
+                   help="--grid: the authors' epoch, timed in a torch venv")
     args = p.parse_args(argv)
+    if args.grid:
+        sizes = tuple(int(v) for v in args.per_size.split(","))
+        if len(sizes) != 3 or min(sizes) < 1:
+            p.error(f"--per-size takes three positive numbers, got {args.per_size!r}")
+        result = grid(sizes, args.repeat, args.authors_seconds)  # type: ignore[arg-type]
+        print(json.dumps(result, indent=1, default=float))
+        print(grid_table(result))
+        return 0
     if args.report:
         print(table(json.loads(args.out.read_text())))
         return 0

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ import swan_jax as sj
 from swan_jax.compiles import CompileCounter
 from swan_jax.data.batching import budget_for, iterate_batches
 from swan_jax.losses import weighted_cross_entropy
-from swan_jax.train import TrainConfig, TrainingDiverged, train
+from swan_jax.train import TrainConfig, TrainingDiverged, _run_blocks, train
 from tests import train_script
 from tests.train_script import GRID, line_swap_dataset, model_fn, splits
 
@@ -96,6 +97,30 @@ def test_vmapped_runs_equal_runs_one_by_one_and_compile_only_in_the_first_epoch(
                                [h["train_loss"][0] for h in alone.history], rtol=1e-5)
     assert together.runs[3]["test"] == pytest.approx(alone.runs[0]["test"], rel=1e-4)
     assert together.runs[3]["test"] != together.runs[0]["test"]
+
+
+def test_a_cpu_runs_a_grid_over_a_large_batch_one_run_at_a_time(monkeypatch):
+    def scanned(runs: int, shared_floats: int) -> bool:
+        fn = _run_blocks.in_blocks(jax.vmap(lambda p, x: p * x, in_axes=(0, None)),
+                                   (True, False), None)
+        jaxpr = jax.make_jaxpr(fn)(jnp.ones((runs, 3)), jnp.ones((shared_floats, 3)))
+        return "scan" in str(jaxpr)
+
+    monkeypatch.setattr(_run_blocks, "CPU_ONE_AT_A_TIME_BYTES", 4 * 3 * 100)
+    assert scanned(4, 100) and not scanned(4, 99) and not scanned(1, 100)
+    # A grid trained so (the tiny batch made "large") gives each run the lone run's
+    # numbers: the same width-1 program, up to how XLA simplifies Adam in each.
+    monkeypatch.setattr(_run_blocks, "CPU_ONE_AT_A_TIME_BYTES", 0)
+    data = splits(line_swap_dataset())
+    together = train(model_fn, data, TrainConfig(epochs=2, batch_size=4, seeds=(0, 1),
+                                                 progress=False), GRID)
+    alone = train(model_fn, data, TrainConfig(epochs=2, batch_size=4, seeds=(1,),
+                                              progress=False), GRID[1:])
+    np.testing.assert_allclose([h["train_loss"][3] for h in together.history],
+                               [h["train_loss"][0] for h in alone.history], rtol=1e-6)
+    for a, b in zip(jax.tree_util.tree_leaves(together.best_params),
+                    jax.tree_util.tree_leaves(alone.best_params), strict=True):
+        np.testing.assert_allclose(np.asarray(a)[3], np.asarray(b)[0], rtol=1e-6)
 
 
 def test_the_model_is_traced_once_to_initialise_and_once_per_batch_shape(monkeypatch):

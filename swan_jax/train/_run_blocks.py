@@ -23,16 +23,30 @@ full (`B` = runs per device keeps the sharded step one block per device); the st
 activations are one block's (`_memory.step_bytes`). `None` (the default) vmaps all runs
 at once, with optax's Adam, as before.
 
+Without `run_block`, the layout is chosen per device (`by_device`): on a CPU, a program
+whose runs share a batch of at least `CPU_ONE_AT_A_TIME_BYTES` computes its runs one at a
+time (`jax.lax.map` over width-1 vmapped runs), elsewhere all at once. On the 2-core CPU a
+GraphProp program of 8 vmapped runs cost 1.16-1.18x a lone run per run in CPU time, in
+blocks of 2 0.99x, one at a time 0.90x (BENCHMARKS.md "A grid on a CPU"): the 8 runs'
+activations (`[8, N, d]` per array, 9.5 MB at GraphProp's batch) leave the caches a lone
+run's fit. Adam stays optax's (only `run_block` writes its divisions as products). Each
+run is then the lone run's width-1 program: its numbers are the lone run's (GraphProp's 8
+runs, 2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam entry, as XLA
+simplifies a division inside the loop otherwise), where all vmapped they differ from it
+by the width's rounding.
+
 A block size that does not divide the runs (or, with `shard_runs`, each device's share)
 is refused in one line naming `run_block` (`check_blocks`): no dummy runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from swan_jax.settings import HINT, Hint, HintedError
 
@@ -59,13 +73,41 @@ def check_blocks(runs: int, block: int | None, what: str, *, devices: int = 1) -
                                 f"{whole} in one vmapped block)"))
 
 
+# On a CPU, runs sharing a batch of at least this many bytes are computed one at a time
+# (`by_device`). GraphProp's batch of 512 graphs is about 3 MB; the test suite's batches
+# and transfer's tiny graphs stay below and keep one vmapped program.
+CPU_ONE_AT_A_TIME_BYTES = 1 << 20
+
+
 def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None) -> Callable:
     """`fn` (vmapped over runs: the arguments flagged in `runs` lead with `[R]`, every
     output does) computed `block` runs at a time: `jax.lax.map` over the run-leading
     arguments reshaped to `[R / block, block, ...]`, the others shared by every block;
-    the outputs reshaped back to `[R, ...]`. `block` None: `fn` itself."""
+    the outputs reshaped back to `[R, ...]`. `block` None: as the device suits
+    (`by_device`)."""
     if block is None:
-        return fn
+        return by_device(fn, runs)
+    return _blocked(fn, runs, block)
+
+
+def by_device(fn: Callable, runs: Sequence[bool]) -> Callable:
+    """`fn` in the layout this device computes fastest, chosen when traced: one run at a
+    time on a CPU where the runs share at least `CPU_ONE_AT_A_TIME_BYTES` (see the module
+    docstring), else `fn` itself (all runs vmapped at once; a lone run always)."""
+    def chosen(*args: Any) -> Any:
+        shared = sum(int(math.prod(leaf.shape)) * jnp.dtype(leaf.dtype).itemsize
+                     for a, r in zip(args, runs, strict=True) if not r
+                     for leaf in jax.tree_util.tree_leaves(a))
+        if (_runs_of(args, runs) > 1 and jax.default_backend() == "cpu"
+                and shared >= CPU_ONE_AT_A_TIME_BYTES):
+            return _blocked(fn, runs, 1)(*args)
+        return fn(*args)
+
+    return chosen
+
+
+def _blocked(fn: Callable, runs: Sequence[bool], block: int) -> Callable:
+    """`in_blocks` with a block size."""
 
     def blocked(*args: Any) -> Any:
         count = _runs_of(args, runs)
