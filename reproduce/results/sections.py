@@ -52,7 +52,7 @@ class Cell:
     paper: tuple[float, float | None] | None
     panel: str  # the figure's panel (a paper column) and the point's label in it
     point: str
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    train_ms: tuple | None = None  # the paper's (training, inference) ms per epoch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,12 +176,6 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
 # =========================================================================== tables
 
 
-def _cells(experiment, labels_of, keys, metric_of, paper_of, panel_of, point_of, extra=None):
-    return [Cell(labels=labels_of(k), experiment=experiment, key=k, metric=metric_of(k),
-                 paper=paper_of(k), panel=panel_of(k), point=point_of(k),
-                 extra=(extra or (lambda k: {}))(k)) for k in keys]
-
-
 def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> PaperTable:
     spec, src = paper["transfer"], authors["source"]
 
@@ -189,9 +183,9 @@ def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> Pape
         ref = authors["values"].get(k[0], {}).get(str(k[1]), {}).get(k[2])
         return None if ref is None else (ref["mean"], ref.get("std"))
 
-    keys = list(itertools.product(*spec["expected"].values()))
-    cells = _cells("transfer", lambda k: (name(k[0]), str(k[1]), name(k[2])), keys,
-                   lambda k: "mse", reference, lambda k: k[0], lambda k: k[2])
+    cells = [Cell((name(t), str(d), name(m)), "transfer", (t, d, m), "mse",
+                  reference((t, d, m)), t, m)
+             for t, d, m in itertools.product(*spec["expected"].values())]
     return PaperTable(
         name="Figure 3: graph transfer", heading="Figure 3: graph transfer",
         columns=("Topology", "k", "Model"), cells=cells, figure="transfer.png", log=True,
@@ -250,15 +244,23 @@ ONE_POINT_NOTE = (
 GRAPHPROP_NOTES += [PLATEAU_NOTE, ONE_POINT_NOTE]
 
 
+def _graphprop_cell(spec, task, setting, model, labels) -> Cell:
+    return Cell(labels, "graphprop", (task, setting, model), "log10_mse",
+                tuple(spec["values"][model][task]), name(task), name(model))
+
+
+def _lrgb_cell(metric, value, dataset, model, labels) -> Cell:
+    return Cell(labels, "lrgb", (dataset, model), metric, tuple(value), name(dataset),
+                name(model))
+
+
 def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float, str]],
                     runs_link: Callable[[str], str]) -> PaperTable:
     spec = paper["graphprop"]
     setting = (spec.get("reported_labels") or ["paper"])[0]
     models = [m for m in spec["values"] if m in spec["expected"]["model"]]  # paper order
-    keys = [(task, setting, model) for model in models for task in spec["tasks"]]
-    cells = _cells("graphprop", lambda k: (name(k[2]), name(k[0])), keys,
-                   lambda k: "log10_mse", lambda k: tuple(spec["values"][k[2]][k[0]]),
-                   lambda k: name(k[0]), lambda k: name(k[2]))
+    cells = [_graphprop_cell(spec, t, setting, m, (name(m), name(t)))
+             for m in models for t in spec["tasks"]]
     floor = ", ".join(f"{name(t)} {v:.4f}" for t, (v, _) in constant.items())
     runs = ", ".join(dict.fromkeys(runs_link(r) for _, r in constant.values()))
     notes = list(GRAPHPROP_NOTES)
@@ -277,11 +279,8 @@ def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float
 
 def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
     spec = paper["lrgb"]
-    keys = [(d, m) for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
-    cells = _cells("lrgb", lambda k: (name(k[1]), name(k[0])), keys,
-                   lambda k: spec["metrics"][k[0]],
-                   lambda k: tuple(spec["values"][k[0]][k[1]]), lambda k: name(k[0]),
-                   lambda k: name(k[1]))
+    cells = [_lrgb_cell(spec["metrics"][d], spec["values"][d][m], d, m, (name(m), name(d)))
+             for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
     return PaperTable(
         name="Table 2: LRGB", heading=f"{spec.get('table', 'Table 2')}: long-range graph "
                                        "benchmark", columns=("Model", "Data set"),
@@ -294,14 +293,10 @@ def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
 def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
     spec, g, lr = paper["ablation"], paper["graphprop"], paper["lrgb"]
     setting = (g.get("reported_labels") or ["paper"])[0]
-    cells = _cells("graphprop", lambda k: (name(k[0]), name(k[2])),
-                   [(t, setting, m) for t in g["tasks"] for m in spec["graphprop_models"]],
-                   lambda k: "log10_mse", lambda k: tuple(g["values"][k[2]][k[0]]),
-                   lambda k: name(k[0]), lambda k: name(k[2]))
-    cells += _cells("lrgb", lambda k: (name(k[0]), name(k[1])),
-                    [(d, m) for d, variants in spec["lrgb"].items() for m in variants],
-                    lambda k: lr["metrics"][k[0]], lambda k: tuple(spec["lrgb"][k[0]][k[1]]),
-                    lambda k: name(k[0]), lambda k: name(k[1]))
+    cells = [_graphprop_cell(g, t, setting, m, (name(t), name(m)))
+             for t in g["tasks"] for m in spec["graphprop_models"]]
+    cells += [_lrgb_cell(lr["metrics"][d], spec["lrgb"][d][m], d, m, (name(d), name(m)))
+              for d, variants in spec["lrgb"].items() for m in variants]
     return PaperTable(
         name="Table 3: SWAN variants", heading=f"{spec.get('table', 'Table 3')}: SWAN "
                                                 "variants (ablation)",
@@ -339,16 +334,11 @@ def _ms(pair: tuple[Any, Any]) -> str:
 
 def scalability_table(paper: Mapping[str, Any]) -> PaperTable:
     spec = paper["node_classification"]
-    keys = [(d, m) for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
-
-    def reference(k):
-        return tuple(spec["values"][k[0]][k[1]]["score"])
-
-    cells = _cells("node_classification", lambda k: (name(k[1]), name(k[0])), keys,
-                   lambda k: spec["metrics"][k[0]], reference, lambda k: name(k[0]),
-                   lambda k: name(k[1]), lambda k: {"train_ms": (
-                       spec["values"][k[0]][k[1]]["train_ms"],
-                       spec["values"][k[0]][k[1]]["inference_ms"])})
+    values = spec["values"]
+    cells = [Cell((name(m), name(d)), "node_classification", (d, m), spec["metrics"][d],
+                  tuple(values[d][m]["score"]), name(d), name(m),
+                  (values[d][m]["train_ms"], values[d][m]["inference_ms"]))
+             for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
     return PaperTable(
         name="Scalability table (tab:additional_runtimes)",
         heading="Scalability table (tab:additional_runtimes): node classification",
@@ -401,14 +391,14 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
     for cell, best, _ in shown.rows:
         ref = cell.paper
         theirs = "–" if ref is None else compare.mean_std(ref[0], ref[1], cell.metric)
-        if "train_ms" in cell.extra:
-            theirs += f"; {_ms(cell.extra['train_ms'])} ms"
+        if cell.train_ms:
+            theirs += f"; {_ms(cell.train_ms)} ms"
         if best is None:
             body.append([*cell.labels, theirs, "not run", "–", "", "", "", ""])
             points.append((cell.panel, cell.point, ref, None))
             continue
         ours, verdict, value = judge(cell, best.summary, values)
-        if "train_ms" in cell.extra:
+        if cell.train_ms:
             ours += f"; {_ms(_run_ms(best.run, best.summary))} ms"
         body.append([*cell.labels, theirs, ours, verdict, departures(best),
                      best.facts.converged, short_device(best.facts.device),
