@@ -16,7 +16,7 @@ from typing import Any
 
 from reproduce.results import figures, measurements
 from reproduce.results import runs as runs_md
-from reproduce.results.blocks import anchor, device, kind, short_device, table
+from reproduce.results.blocks import anchor, device, short_device, table
 from reproduce.results.sections import HEADER as COLUMNS
 from reproduce.results.sections import Shown, gather, paper_tables, render_table
 from reproduce.results.sections import constants as constant_scores
@@ -48,7 +48,7 @@ each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 def group(runs: Sequence[Run]) -> dict[str, list[Run]]:
     groups: dict[str, list[Run]] = {}
     for run in runs:
-        groups.setdefault(kind(run), []).append(run)
+        groups.setdefault(run.experiment, []).append(run)
     return groups
 
 

@@ -15,7 +15,6 @@ from reproduce.results.blocks import (
     best_config,
     cell_facts,
     epochs_range,
-    kind,
     protocol_block,
     short_device,
     table,
@@ -69,7 +68,7 @@ def other_cells(runs: Sequence[Run], used: set[int], paper: Mapping[str, Any]) -
     experiment), each with its run's departures."""
     body = []
     for run in runs:
-        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        proto = (paper.get(run.experiment) or {}).get("protocol") or {}
         for summary in run.cells:
             if id(summary) in used:
                 continue
@@ -97,7 +96,7 @@ def run_sections(runs: Sequence[Run], paper: Mapping[str, Any], root: Path,
                       f"collected from `{run.collected.get('source', '?')}`; its rows and "
                       f"protocol are in RESULTS.md.", ""]
             continue
-        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        proto = (paper.get(run.experiment) or {}).get("protocol") or {}
         lines += [f"Experiment `{run.experiment}`.", "", *protocol_block(run, proto)]
         lines += _curves(run, paper, root, run.name in shown_runs)
     return lines
