@@ -85,9 +85,6 @@ def best_config(cell: Mapping[str, Any]) -> str:
                      for k, v in sorted(best.items())) or "–"
 
 
-# ====================================================================== per cell
-
-
 @dataclasses.dataclass(frozen=True)
 class CellFacts:
     """What a row says about how its number was obtained."""
@@ -186,9 +183,6 @@ def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                      converged=converged(cell, run.config.get("epochs")),
                      device=cell_device(run, cell),
                      wall="–" if not isinstance(wall, int | float) else duration(wall))
-
-
-# ================================================================== a run's protocol
 
 
 def searched_grid(run: Run) -> str:

@@ -1,8 +1,5 @@
-"""RESULTS.md's paper tables: per table of the paper, one row per cell it reports that this
-code runs (the models the authors' code runs, SWAN's variants), ours beside the paper's
-value. A row shows the best evidence among the collected runs for its cell: a run at the
-paper's full protocol if any, else the best reduced one; among several, the best mean
-validation metric (the protocol's own selection rule), never the test metric."""
+"""RESULTS.md's paper tables: one row per cell this code runs, ours beside the paper's,
+from the best evidence for it (`choose`)."""
 
 from __future__ import annotations
 
@@ -25,6 +22,7 @@ from reproduce.results.blocks import (
 )
 from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
+from swan_jax.data.transfer import beta_matters
 
 NAMES = {"swan": "SWAN", "swan-learn": "SWAN-learn", "adgn": "ADGN", "gcn": "GCN",
          "gin": "GIN", "sage": "GraphSAGE", "gat": "GAT", "gps": "GPS", "graphcon": "GraphCON",
@@ -44,7 +42,6 @@ def name(key: Any) -> str:
 @dataclasses.dataclass(frozen=True)
 class Cell:
     """One cell of a paper table: its row labels, where our runs keep it, the paper's value."""
-
     labels: tuple[str, ...]
     experiment: str
     key: tuple
@@ -66,7 +63,6 @@ class Evidence:
 @dataclasses.dataclass
 class PaperTable:
     """A table (or figure) of the paper, as RESULTS.md shows it."""
-
     name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
     heading: str
     columns: tuple[str, ...]
@@ -79,9 +75,6 @@ class PaperTable:
     ylabel: str = ""
 
 
-# ======================================================================= the evidence
-
-
 def _validation_rank(summary: Mapping[str, Any]) -> float:
     val = summary.get("val_mean")
     if not compare.finite(val):
@@ -92,7 +85,7 @@ def _validation_rank(summary: Mapping[str, Any]) -> float:
 def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, Any]
            ) -> tuple[Evidence | None, list[Evidence]]:
     """(the row's evidence, every candidate): full protocol first, then the best mean
-    validation metric."""
+    validation metric (the protocol's own selection rule), never the test metric."""
     candidates = []
     for run, summary in found:
         points = paper_cell_points(cell.experiment, summary)
@@ -106,8 +99,6 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
     if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
         return ""
-    from swan_jax.data.transfer import beta_matters
-
     variant = run.config.get("data_variant") or (run.config.get("data_options") or {}).get(
         "variant") or "paper"
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
@@ -120,14 +111,6 @@ def departures(evidence: Evidence) -> str:
     return f"{text} ({evidence.note})" if evidence.note else text
 
 
-# ============================================================= ours and the verdict
-
-
-def _scaled(summary: Mapping[str, Any], metric: str, key: str = "test") -> tuple[float, float]:
-    factor = compare.scale(metric)
-    return factor * summary[f"{key}_mean"], factor * (summary.get(f"{key}_std") or 0.0)
-
-
 def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
           ) -> tuple[str, str, float]:
     """(ours, verdict, the value drawn) for one cell."""
@@ -138,7 +121,7 @@ def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
         return compare.mean_std(ours, summary.get("test_std"), metric), verdict, ours
     if cell.experiment == "graphprop":
         return _graphprop(cell, summary, constants.get(cell.key[0]))
-    mean, std = _scaled(summary, metric)
+    mean, std = (compare.scale(metric) * (summary.get(k) or 0.0) for k in ("test_mean", "test_std"))
     verdict = "–" if ref is None else compare.against_paper(mean, ref[0], ref[1], metric)[1]
     return compare.mean_std(mean, std, metric), verdict, mean
 
@@ -171,9 +154,6 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
             if isinstance(entry, Mapping) and label_setting(entry) == setting:
                 out.setdefault(entry["task"], (float(entry["test"]), run.name))
     return out
-
-
-# =========================================================================== tables
 
 
 def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> PaperTable:
@@ -356,9 +336,6 @@ def paper_tables(paper: Mapping[str, Any], authors: Mapping[str, Any],
     constant = constants(groups.get("graphprop", []))
     return [transfer_table(paper, authors), graphprop_table(paper, constant, runs_link),
             lrgb_table(paper), ablation_table(paper), scalability_table(paper)]
-
-
-# ======================================================================= rendering
 
 
 @dataclasses.dataclass
