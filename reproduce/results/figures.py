@@ -1,11 +1,5 @@
-"""The figures RESULTS.md shows, drawn from `reproductions/` only.
-
-* `transfer_figure`: test MSE against the distance k, one panel per topology, our mean
-  (band: ± std over seeds) beside the authors' plotted values (hollow markers, dashed);
-* `paired_figure`: a paper table's cells, ours beside the paper's, one panel per column;
-* `curves_figure`: per collected program with a history, the validation and test metric
-  per epoch of each seed, with the paper's value (band: its std) as a horizontal line.
-"""
+"""The figures of RESULTS.md and RUNS.md. Each takes points (panel, label, paper (mean,
+std) or None, ours (mean, std) or None) and returns False, drawing nothing, without ours."""
 
 from __future__ import annotations
 
@@ -14,6 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
 from reproduce.results.compare import finite, scale
 
 MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "#d55e00",
@@ -21,10 +18,7 @@ MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "
 
 
 def _subplots(columns: int, width: float, **options: Any):
-    """A figure of `columns` axes outside pyplot: the renderer never switches the
-    process-wide matplotlib backend (a notebook's stays as it was)."""
-    from matplotlib.figure import Figure
-
+    """`columns` axes outside pyplot: a notebook's matplotlib backend stays as it was."""
     fig = Figure(figsize=(width * columns, 4.0))
     return fig, fig.subplots(1, columns, squeeze=False, **options)
 
@@ -37,12 +31,9 @@ def _save(fig, path: Path) -> None:
 def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
                     distances: Mapping[tuple[str, str], Sequence[int]], path: Path) -> bool:
     """Test MSE against k, one panel per topology: ours (filled, band ± std) beside the
-    paper's (hollow, dashed). `points`: (topology, model, paper, ours) per cell in
-    `distances`' order; False when nothing of ours is finite."""
+    paper's (hollow, dashed); `points` per (topology, model) in `distances`' order."""
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
-    from matplotlib.ticker import NullLocator
-
     topologies = list(dict.fromkeys(p[0] for p in points))
     fig, axes = _subplots(len(topologies), 5.2, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
@@ -79,8 +70,7 @@ def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]
 
 def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]], path: Path,
                   title: str, ylabel: str, log: bool = False) -> bool:
-    """One panel per paper column: per row label, the paper's value (hollow square, bar:
-    its std) beside ours (filled circle, bar: our std); False when nothing of ours."""
+    """One panel per paper column: per row, the paper's value (hollow square) beside ours."""
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
     panels = list(dict.fromkeys(p[0] for p in points))
@@ -119,7 +109,7 @@ def _program_title(program: Mapping[str, Any]) -> str:
 
 def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]],
                   path: Path, device: str) -> bool:
-    """One panel per (program history, metric name, paper (mean, std) or None)."""
+    """Per (program history, metric, paper or None): each seed's validation and test curve."""
     programs = [p for p in programs if p[0].get("epoch")]
     if not programs:
         return False

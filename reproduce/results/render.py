@@ -1,11 +1,5 @@
-"""`render`: RESULTS.md, reproductions/RUNS.md and their figures from `reproductions/` only.
-
-Every number is read from a committed file: ours from `reproductions/<run>/results.json`
-(and `collected.json`, `history.json`), the paper's from `reproductions/paper_values.json`,
-the authors' transfer figure values from
-`swan_jax/experiments/references/transfer_figure3.json`. RESULTS.md shows the paper's tables,
-one row per cell; RUNS.md every row behind them and each run's protocol.
-"""
+"""`render`: RESULTS.md, reproductions/RUNS.md and their figures from committed files only:
+`reproductions/` and the authors' transfer values (`experiments/references/`)."""
 
 from __future__ import annotations
 
@@ -43,13 +37,6 @@ seeds, data, the grid for that cell). *Converged*: "yes" unless a seed ran to th
 cap with its best validation epoch in its last 10%. Every row (superseded ones too) and
 each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 """
-
-
-def group(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    groups: dict[str, list[Run]] = {}
-    for run in runs:
-        groups.setdefault(run.experiment, []).append(run)
-    return groups
 
 
 def _relative(path: Path, out: Path) -> str:
@@ -97,7 +84,9 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
     """(RESULTS.md, RUNS.md, warnings); the figures are drawn."""
     paper = load_paper(root)
     runs, empty = load_runs(root)
-    groups = group(runs)
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.experiment, []).append(run)
     runs_file = root / RUNS_FILE
     link = _relative(runs_file, out)
 
@@ -129,9 +118,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
 
 
 def render(root: str | Path = "reproductions", out: str | Path = "RESULTS.md") -> list[str]:
-    """Write `out` and `root/RUNS.md` from `root`; returns the lines to print (what was
-    written, warnings). Raises `ReproductionsError` (one line) for a missing or unreadable
-    reference file."""
+    """Write `out`, `root/RUNS.md` and the figures; the lines to print (what, warnings)."""
     root, out = Path(root), Path(out)
     for stale in (root / FIGURES).glob("*.png"):  # every figure is drawn again or not kept
         stale.unlink()
