@@ -35,6 +35,7 @@ import numpy as np
 import swan_jax.analysis as sa
 from benchmarks.common import lrgb_model, machine
 from reproduce.device import device_kind
+from reproduce.results import figures
 from reproduce.runtime import write_run
 from swan_jax.analysis import load_checkpoint_params
 from swan_jax.data import load_peptides_func
@@ -159,27 +160,20 @@ def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
 
 def draw(record: Mapping[str, Any], path: Path) -> Path:
     """Per layer, each model's relative change, on linear and log scales (as the paper)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, axes = figures.subplots(2, 4.5, 3.4)
     lines = [("gcn", "layer_map", "GCN (layer map)"), ("swan", "field", "SWAN (field J(t))"),
              ("swan", "layer_map", "SWAN (Euler layer map)")]
-    for ax, scale in zip(axes, ("linear", "log"), strict=True):
+    for ax, scale in zip(axes[0], ("linear", "log"), strict=True):
         for kind, key, label in lines:
             values = record["models"].get(kind, {}).get(key)
             if values:
                 layers = np.arange(1, len(values["per_layer"]) + 1)
                 ax.plot(layers, values["per_layer"], marker="o", label=label)
                 ax.set_xticks(layers)
-        ax.set_yscale(scale)
-        ax.set_xlabel("layer l")
-        ax.set_ylabel("||J(l) - J(l-1)|| / ||J(l-1)||")
-        ax.set_title(f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
-    if axes[0].lines:
-        axes[0].legend(fontsize=8)
+        ax.set(yscale=scale, xlabel="layer l", ylabel="||J(l) - J(l-1)|| / ||J(l-1)||",
+               title=f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
+    if axes[0][0].lines:
+        axes[0][0].legend(fontsize=8)
     config = record.get("config") or {}
     fig.suptitle(f"Peptides-func, SWAN epsilon {config.get('epsilon', 1.0):g}, "
                  f"{config.get('epochs', '?')} epochs"
@@ -187,9 +181,7 @@ def draw(record: Mapping[str, Any], path: Path) -> Path:
                  + f", {len(record.get('graphs', {}).get('measured', []))} test graphs",
                  fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    figures.save(fig, path)
     return path
 
 

@@ -17,13 +17,13 @@ MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "
                 "sage": "#cc78bc", "gat": "#de8f05", "gps": "#ece133"}
 
 
-def _subplots(columns: int, width: float, **options: Any):
+def subplots(columns: int, width: float, height: float = 4.0, **options: Any):
     """`columns` axes outside pyplot: a notebook's matplotlib backend stays as it was."""
-    fig = Figure(figsize=(width * columns, 4.0))
+    fig = Figure(figsize=(width * columns, height))
     return fig, fig.subplots(1, columns, squeeze=False, **options)
 
 
-def _save(fig, path: Path) -> None:
+def save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
 
@@ -35,7 +35,7 @@ def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
     topologies = list(dict.fromkeys(p[0] for p in points))
-    fig, axes = _subplots(len(topologies), 5.2, sharey=True)
+    fig, axes = subplots(len(topologies), 5.2, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
         for model in dict.fromkeys(p[1] for p in points if p[0] == topology):
             ks = distances[(topology, model)]
@@ -64,7 +64,7 @@ def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]
     fig.suptitle("Graph transfer: ours (solid, ± std over seeds) vs the paper's Figure 3 "
                  "(hollow, dashed); the rows of RESULTS.md", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
@@ -74,7 +74,7 @@ def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
     panels = list(dict.fromkeys(p[0] for p in points))
-    fig, axes = _subplots(len(panels), max(2.5, 0.55 * max(
+    fig, axes = subplots(len(panels), max(2.5, 0.55 * max(
         sum(p[0] == panel for p in points) for panel in panels) + 1.2))
     for ax, panel in zip(axes[0], panels, strict=True):
         rows = [p for p in points if p[0] == panel]
@@ -95,7 +95,7 @@ def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
     axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
@@ -113,7 +113,7 @@ def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]
     programs = [p for p in programs if p[0].get("epoch")]
     if not programs:
         return False
-    fig, axes = _subplots(len(programs), 6.0)
+    fig, axes = subplots(len(programs), 6.0)
     for ax, (program, metric, paper) in zip(axes[0], programs, strict=True):
         factor, epochs = scale(metric), [e + 1 for e in program["epoch"]]
         for i, run in enumerate(program.get("runs") or []):
@@ -133,5 +133,5 @@ def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]
         ax.legend(fontsize=7)
     fig.suptitle(f"Training curves ({device})", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
