@@ -25,6 +25,7 @@ from reproduce.results.store import (
     read_json,
 )
 from swan_jax.runs.io import write_text_atomic
+from swan_jax.train import read_history
 
 HISTORY_EXPERIMENTS = ("lrgb",)  # experiments whose curves RESULTS.md draws ("auto")
 HISTORY_CHOICES = ("auto", "all", "none")
@@ -51,10 +52,7 @@ def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
 
 
 def read_history_lines(folder: Path | None) -> list[dict[str, Any]]:
-    path = None if folder is None else folder / "history.jsonl"
-    if path is None or not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_history(folder) if folder and (folder / "history.jsonl").exists() else []
 
 
 def timing(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -106,9 +104,7 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
                 ) -> list[dict[str, Any]]:
     """Program folders of this configuration that have no record yet (still training)."""
     config = results.get("config") or {}
-    roots = {source / "checkpoints"}
-    if config.get("checkpoint_dir"):
-        roots.add(Path(config["checkpoint_dir"]))
+    roots = {source / "checkpoints", Path(config.get("checkpoint_dir") or source / "checkpoints")}
     out = []
     for root in sorted(r for r in roots if r.is_dir()):
         for run_file in sorted(root.rglob("run.json")):
