@@ -11,6 +11,7 @@ from typing import Any
 
 from reproduce.results import protocol
 from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, matches
+from swan_jax.experiments.sweep import duration
 
 # GraphProp's legacy `label_columns` -> label settings (swan_jax.data.graphprop)
 LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
@@ -176,8 +177,6 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
 
 def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                paper_points: int | None = None) -> CellFacts:
-    from swan_jax.experiments.sweep import duration
-
     wall = cell.get("wall_time")
     return CellFacts(departures=cell_departures(run, cell, proto, paper_points),
                      converged=converged(cell, run.config.get("epochs")),

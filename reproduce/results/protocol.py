@@ -12,7 +12,7 @@ from swan_jax.data.graphprop import DEFAULT_NODES, DEFAULT_PER_SIZE, SPLITS
 from swan_jax.experiments import graphprop, transfer
 from swan_jax.experiments.sweep import duration
 
-EXPERIMENTS = {"transfer": transfer.EXPERIMENT, "graphprop": graphprop.EXPERIMENT}
+EXPERIMENTS: dict[str, Any] = {"transfer": transfer.EXPERIMENT, "graphprop": graphprop.EXPERIMENT}
 
 
 def split_sizes(config: Mapping[str, Any]) -> list[int] | None:

@@ -341,7 +341,6 @@ def paper_tables(paper: Mapping[str, Any], authors: Mapping[str, Any],
 @dataclasses.dataclass
 class Shown:
     """A paper table's rows: per cell its evidence (None: not run) and every candidate."""
-
     table: PaperTable
     rows: list[tuple[Cell, Evidence | None, list[Evidence]]]
 
@@ -349,15 +348,9 @@ class Shown:
 def gather(tables: Sequence[PaperTable], paper: Mapping[str, Any],
            groups: Mapping[str, Sequence[Run]]) -> list[Shown]:
     found = {exp: cell_rows(groups.get(exp, []), key) for exp, key in CELL_KEYS.items()}
-    shown = []
-    for t in tables:
-        rows = []
-        for cell in t.cells:
-            proto = paper[cell.experiment].get("protocol") or {}
-            best, candidates = choose(cell, found[cell.experiment].get(cell.key, []), proto)
-            rows.append((cell, best, candidates))
-        shown.append(Shown(t, rows))
-    return shown
+    return [Shown(t, [(cell, *choose(cell, found[cell.experiment].get(cell.key, []),
+                                     paper[cell.experiment].get("protocol") or {}))
+                      for cell in t.cells]) for t in tables]
 
 
 def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
