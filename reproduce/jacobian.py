@@ -36,7 +36,7 @@ import swan_jax.analysis as sa
 from benchmarks.common import lrgb_model, machine
 from reproduce.device import device_kind
 from reproduce.results import figures
-from reproduce.runtime import write_run
+from reproduce.runtime import output_arguments, write_run
 from swan_jax.analysis import load_checkpoint_params
 from swan_jax.data import load_peptides_func
 from swan_jax.data.errors import DataError
@@ -200,11 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--" + field.name.replace("_", "-"), default=field.default,
                        type={"limit": int, "swan_checkpoint": str}.get(
                            field.name, type(field.default)), help=f"default {field.default}")
-    p.add_argument("--note", default="",
-                   help="a line shown beside the rows (e.g. how loaded the machine was)")
-    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default REPRODUCTIONS/jacobian-<device kind>)")
+    output_arguments(p, EXPERIMENT)
     p.add_argument("--work", type=Path, default=None,
                    help="checkpoints of the training (default: a temporary folder)")
     args = p.parse_args(argv)

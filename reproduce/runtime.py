@@ -116,11 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ref", type=Path, default=None,
                    help="the authors' graph_property_prediction/models/swan.py")
     p.add_argument("--quick", action="store_true", help="600 graphs a split (a smoke run)")
-    p.add_argument("--note", default="",
-                   help="a line shown beside the rows (e.g. how loaded the machine was)")
-    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default REPRODUCTIONS/runtime-<device kind>)")
+    output_arguments(p, EXPERIMENT)
     args = p.parse_args(argv)
     if args.epochs < 2:
         p.error("--epochs must be at least 2 (the first epoch compiles)")
@@ -129,13 +125,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = peptides_missing()
     if missing:  # the runtime table is never timed on stand-in graphs
         p.exit(2, f"python -m reproduce.runtime: {missing}\n")
-    out = args.out or args.reproductions / f"runtime-{device_kind()}"
+    out = args.out or args.reproductions / f"{EXPERIMENT}-{device_kind()}"
     record = results(args.epochs, args.quick, args.ref)
-    if args.note:
-        record["note"] = args.note
-    write_run(out, record, "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
+    write_run(out, record | ({"note": args.note} if args.note else {}),
+              "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
     print(f"runtime: wrote {out / 'results.json'}")
     return 0
+
+
+def output_arguments(p: argparse.ArgumentParser, experiment: str) -> None:
+    """A measurement's --note, --reproductions and --out."""
+    p.add_argument("--note", default="",
+                   help="a line shown beside the rows (e.g. how loaded the machine was)")
+    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"results folder (default REPRODUCTIONS/{experiment}-<device kind>)")
 
 
 def write_run(out: Path, record: dict[str, Any], source: str) -> None:
