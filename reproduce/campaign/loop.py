@@ -86,7 +86,7 @@ def chosen(opts: Options) -> list[Cell]:
 def prepare(cell: Cell, opts: Options) -> Path:
     """The cell's run folder at the newest state this tree knows, with its cell.toml."""
     run = opts.work / cell.slug
-    old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
+    old = legacy.files(opts.reproductions, cell.slug)
     if carry.parts(opts.carried, cell.slug):
         here = carry.progress(run) if run.is_dir() else (-1, -1)
         if not carry.finished(run) and carry.progress_of(opts.carried, cell.slug) > here:
@@ -150,15 +150,12 @@ def settle(cell: Cell, run: Path, opts: Options) -> list[str]:
         lines = gather.collect_cell(cell, run, opts.reproductions, opts.device_kind,
                                     opts.note or f"campaign on {opts.device_kind}")
         carry.remove(opts.carried, cell.slug)
-        for old in legacy.files(opts.reproductions / "campaign" / "bundles"
-                                / f"{cell.slug}.npz"):
-            old.unlink()  # the former bundle of a cell now finished
+        legacy.remove(opts.reproductions, cell.slug)  # the former bundle of a finished cell
         return [f"{cell.id}: finished", *lines]
     if not any(run.rglob("run.json")) and not (run / "results.json").exists():
         return [f"{cell.id}: unfinished, nothing trained yet"]
     written = carry.pack(run, opts.carried, cell.slug)
-    for old in legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz"):
-        old.unlink()  # carried in the new form now
+    legacy.remove(opts.reproductions, cell.slug)  # carried in the new form now
     size = sum(p.stat().st_size for p in written) / 2 ** 20
     programs, epochs = carry.progress(run)
     return [f"{cell.id}: unfinished ({programs} program(s) done, {epochs} epoch(s) of those "
@@ -235,7 +232,7 @@ def status(opts: Options) -> list[str]:
         run = opts.work / cell.slug
         here = carry.progress(run) if run.is_dir() else None
         there = carry.progress_of(opts.carried, cell.slug)
-        old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
+        old = legacy.files(opts.reproductions, cell.slug)
         lines.append(f"  {cell.priority:4d} {cell.id}" + (
             f": here {here[0]} program(s) + {here[1]} epoch(s)" if here else "") + (
             f"; carried {there[0]} program(s) + {there[1]} epoch(s)" if there[0] >= 0 else
