@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from reproduce.results import protocol
@@ -39,6 +41,11 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     return [line(header), "|" + " --- |" * len(header), *(line(r) for r in rows), ""]
+
+
+def relative(path: Path, out: Path) -> str:
+    """`path` as a link from the document `out`."""
+    return Path(os.path.relpath(path.resolve(), out.resolve().parent)).as_posix()
 
 
 def anchor(heading: str) -> str:

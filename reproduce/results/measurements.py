@@ -3,12 +3,11 @@ Jacobian figure (fig:jacobian_over_time), each run beside the paper's numbers.""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.results.blocks import device, table
+from reproduce.results.blocks import device, relative, table
 from reproduce.results.store import Run
 
 NOT_RUN = "not run"
@@ -142,9 +141,8 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
     for run in runs:
         figure = run.folder / "jacobian.png"
         if figure.exists() and out is not None:
-            rel = Path(os.path.relpath(figure.resolve(), out.resolve().parent)).as_posix()
-            lines += [f"![Relative change of the Jacobian over layers, {run.name}]({rel})",
-                      ""]
+            lines += [f"![Relative change of the Jacobian over layers, {run.name}]"
+                      f"({relative(figure, out)})", ""]
     return lines
 
 

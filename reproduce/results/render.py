@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from reproduce.results import figures, measurements
 from reproduce.results import runs as runs_md
-from reproduce.results.blocks import anchor, device, short_device, table
+from reproduce.results.blocks import anchor, device, relative, short_device, table
 from reproduce.results.sections import HEADER as COLUMNS
 from reproduce.results.sections import Shown, gather, paper_tables, render_table
 from reproduce.results.sections import constants as constant_scores
@@ -37,10 +36,6 @@ seeds, data, the grid for that cell). *Converged*: "yes" unless a seed ran to th
 cap with its best validation epoch in its last 10%. Every row (superseded ones too) and
 each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 """
-
-
-def _relative(path: Path, out: Path) -> str:
-    return Path(os.path.relpath(path.resolve(), out.resolve().parent)).as_posix()
 
 
 def coverage(shown: Sequence[Shown], paper: Mapping[str, Any],
@@ -88,7 +83,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
     for run in runs:
         groups.setdefault(run.experiment, []).append(run)
     runs_file = root / RUNS_FILE
-    link = _relative(runs_file, out)
+    link = relative(runs_file, out)
 
     def runs_link(name: str) -> str:
         return f"[{name}]({link}#{anchor(name)})"
@@ -104,7 +99,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
         lit = (s.table.literature or {}).get("rows")
         parts += [f"## {s.table.heading}", "", s.table.intro, "",
                   *table([*s.table.columns, *COLUMNS], body)]
-        parts += ([f"![{s.table.heading}]({_relative(root / FIGURES / s.table.figure, out)})",
+        parts += ([f"![{s.table.heading}]({relative(root / FIGURES / s.table.figure, out)})",
                    ""] if drawn else [])
         notes = s.table.notes + ([f"Rows out of scope, not run here: {lit}."] if lit else [])
         parts += [*(f"- {n}" for n in notes), ""] if notes else []
