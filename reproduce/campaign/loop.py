@@ -1,21 +1,11 @@
 """One call of the campaign: the chosen cells in priority order until a deadline.
 
-For each runnable cell matching `--cells` that is not collected yet, in priority order:
-
-1. its run folder (`<work>/<slug>/`) is brought up to the newest state this tree knows:
-   its carried parts (`reproductions/campaign/carried/`) or a former bundle
-   (`legacy`), when they hold more progress than the folder here;
-2. its command runs (`cells.command`: the experiment's own, with `--resume`) until it
-   ends or the deadline comes: then SIGTERM, which the command answers by saving the
-   epoch under way and exiting (SIGKILL after `grace` seconds; checkpoints survive it);
-3. a finished folder (its results written) is collected into `reproductions/` and its
-   carried parts removed; an unfinished one is carried (`carry.pack`).
-
-At the end RESULTS.md is re-rendered by a fresh interpreter of this tree. The same loop
-serves a CPU background run (`--until 19:30`) and a GPU window (`--until 8`). With
-`--executor slurm` every chosen cell's command runs at once with the SLURM flags (each
-cell a job, requeued from its checkpoints when preempted), and the loop collects them
-when all have ended.
+Per runnable cell not collected yet: its run folder brought up to the newest state this
+tree knows (`prepare`: carried parts or a former bundle); its command run until it ends
+or the deadline, then SIGTERM (the command saves the epoch under way; SIGKILL after
+`grace` s); a finished folder collected, an unfinished one carried (`settle`). Then
+RESULTS.md is re-rendered. The same loop serves a CPU background run and a GPU window;
+with `--executor slurm` every cell is a job at once, collected when all have ended.
 """
 
 from __future__ import annotations
