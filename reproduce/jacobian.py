@@ -6,24 +6,14 @@ trained GCN on Peptides-func, beside the paper's averages (SWAN about 0.6%, GCN 
     python -m reproduce.jacobian --limit 1500 --epochs 5  # a reduced run (say so beside it)
     python -m reproduce.jacobian --swan-checkpoint runs/x/checkpoints/peptides-func/swan/...
 
-Both models are the LRGB experiment's packaged point (`benchmarks.common.lrgb_model`: atom
-encoder, 128 channels, 5 layers, mean-pool MLP head; SWAN with A_hat = D^-1/2 A D^-1/2,
-epsilon 1 (`--epsilon`: the paper's grid also has 0.01), gamma 0.1, beta 1, Euler steps),
-trained here for `--epochs` epochs (AdamW,
-lr 1e-3, batch 64, BCE; the best validation epoch's parameters), or SWAN read from a
-checkpoint of that configuration. Then, on each of the `--graphs` smallest test graphs
-(dense `[N d, N d]` Jacobians: at d = 128 a 30-node graph's is 59 MB), with
-`swan_jax.analysis`:
-
-* SWAN: `J(l)` = the Jacobian of the ODE's field at the state `x(l)` of layer l
-  (`swan_layer_jacobians`): the paper's `J(t)`, the matrix its theory assumes nearly
-  constant; also the Euler layer maps' `I + epsilon J(l)` (`layer_map=True`);
-* GCN: `J(l)` = the Jacobian of layer l's map `x(l-1) -> x(l)` at its input
-  (`mpnn_layer_maps`, `layer_map_jacobians`): a GCN has no field, its layers are its map;
-
-and `||J(l) - J(l-1)||_F / ||J(l-1)||_F` for l = 1..L-1 (`jacobian_drift`, the quantity on
-the figure's axis). The number beside the paper's is its mean over layers and graphs.
-The paper does not say which graphs, which norm, or how long the models trained.
+Both models are the LRGB experiment's packaged point (`benchmarks.common.lrgb_model`;
+`--hidden`, `--layers`, SWAN's `--epsilon`: LRGB's 1, the paper's grid also has 0.01),
+trained `--epochs` epochs on the first `--limit` raw rows (default: all), or SWAN read from
+`--swan-checkpoint`. On the `--graphs` smallest test graphs (dense `[N d, N d]`
+Jacobians), with `swan_jax.analysis`: SWAN's field Jacobian `J(l)` at each layer's state
+(the paper's `J(t)`) and its Euler layer map `I + epsilon J(l)`, GCN's layer map; then
+`||J(l) - J(l-1)||_F / ||J(l-1)||_F` per layer (`jacobian_drift`). The paper does not say
+which graphs, norm or training length.
 """
 
 from __future__ import annotations
@@ -45,7 +35,8 @@ import numpy as np
 import swan_jax.analysis as sa
 from benchmarks.common import lrgb_model, machine
 from reproduce.device import device_kind
-from reproduce.runtime import write_run
+from reproduce.results import figures
+from reproduce.runtime import output_arguments, write_run
 from swan_jax.analysis import load_checkpoint_params
 from swan_jax.data import load_peptides_func
 from swan_jax.data.errors import DataError
@@ -58,8 +49,7 @@ FULL_EPOCHS = 300  # the LRGB protocol's epochs (configs/lrgb.toml): a "full" ru
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """What one measurement does (stored as the results' `config`)."""
-
+    """What one measurement does (the results' `config`)."""
     epochs: int = FULL_EPOCHS
     limit: int | None = None  # only the first K raw Peptides rows (None: the whole set)
     graphs: int = 3  # the smallest test graphs the Jacobians are taken on
@@ -70,7 +60,6 @@ class Setting:
     swan_checkpoint: str | None = None  # a checkpoint folder of SWAN instead of training
 
     def problem(self) -> tuple[str, str] | None:
-        """(the bad setting's field, what is wrong with it), or None."""
         for name in ("epochs", "graphs", "hidden", "layers"):
             if getattr(self, name) < 1:
                 return name, f"must be at least 1 (got {getattr(self, name)})"
@@ -83,17 +72,12 @@ class Setting:
         return None
 
 
-def load_splits(setting: Setting, data_dir: str | Path | None = None):
-    """Peptides-func's splits (the real data; a missing file is the loader's one line)."""
-
-    return load_peptides_func(data_dir or os.environ.get("SWAN_DATA_DIR"), download=False,
+def load_splits(setting: Setting):
+    return load_peptides_func(os.environ.get("SWAN_DATA_DIR"), download=False,
                               progress=False, limit=setting.limit)
 
 
 def build_model(kind: str, setting: Setting):
-    """`benchmarks.common.lrgb_model(kind)` at the setting's width and depth (and, for
-    SWAN, its step `epsilon`)."""
-
     model = lrgb_model(kind, hidden=setting.hidden, layers=setting.layers)
     if kind != "swan":
         return model
@@ -103,10 +87,7 @@ def build_model(kind: str, setting: Setting):
 
 def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=None
                 ) -> tuple[Any, dict[str, Any]]:
-    """(Flax variables at the best validation epoch, what training reported); resumes
-    from `work/<kind>` where an earlier call left checkpoints."""
-
-
+    """(variables at the best validation epoch, its report); resumes from `work/<kind>`."""
     model = build_model(kind, setting)
     cfg = TrainConfig(batch_size=64, optimizer="adamw", learning_rate=1e-3, loss="bce",
                       metric="ap", task_level="graph", epochs=setting.epochs, patience=None,
@@ -121,17 +102,10 @@ def train_model(kind: str, splits, setting: Setting, work: Path, on_epoch_end=No
                        "params": result.num_params, "wall_s": result.wall_time}
 
 
-def smallest_graphs(dataset, count: int) -> list[int]:
-    """Indices of the `count` graphs with the fewest nodes (ties: the first)."""
-    return [int(i) for i in np.argsort(np.asarray(dataset.n_node), kind="stable")[:count]]
-
-
 def relative_changes(kind: str, model, variables: Mapping[str, Any], graph
                      ) -> dict[str, list[float]]:
-    """Per layer l = 1..L-1, `||J(l) - J(l-1)||_F / ||J(l-1)||_F` on one graph: for SWAN
-    its field (`field`) and its Euler layer maps (`layer_map`), for GCN its layer maps."""
-
-
+    """Per layer l = 1..L-1, the relative change of SWAN's `field` and `layer_map`
+    Jacobians, or GCN's `layer_map`, on one graph."""
     x0 = sa.encoded_input(model, variables, graph)
     if kind == "gcn":
         maps = sa.mpnn_layer_maps(model.processor, variables["params"]["processor"], graph)
@@ -149,7 +123,6 @@ def _floats(values) -> list[float]:
 
 
 def _summary(per_graph: Sequence[Mapping[str, list[float]]]) -> dict[str, Any]:
-    """Per Jacobian kind: the per-layer means over graphs and the overall mean."""
     out = {}
     for key in per_graph[0]:
         table = np.asarray([g[key] for g in per_graph])  # [graphs, L - 1]
@@ -160,15 +133,13 @@ def _summary(per_graph: Sequence[Mapping[str, list[float]]]) -> dict[str, Any]:
 
 def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
             ) -> dict[str, Any]:
-    """The results file's content (`experiment = "jacobian"`)."""
-
     started = time.time()
     splits = splits if splits is not None else load_splits(setting)
-    chosen = smallest_graphs(splits["test"], setting.graphs)
+    order = np.argsort(np.asarray(splits["test"].n_node), kind="stable")
+    chosen = [int(i) for i in order[:setting.graphs]]  # the smallest test graphs
     models: dict[str, Any] = {}
     for kind in MODELS:
         if kind == "swan" and setting.swan_checkpoint:
-
             variables = load_checkpoint_params(setting.swan_checkpoint, run=0)
             trained = {"checkpoint": setting.swan_checkpoint}
         else:
@@ -188,29 +159,21 @@ def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
 
 
 def draw(record: Mapping[str, Any], path: Path) -> Path:
-    """The figure: per layer, the relative change of each model's Jacobian, on arithmetic
-    and logarithmic scales (as the paper's two panels)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    """Per layer, each model's relative change, on linear and log scales (as the paper)."""
+    fig, axes = figures.subplots(2, 4.5, 3.4)
     lines = [("gcn", "layer_map", "GCN (layer map)"), ("swan", "field", "SWAN (field J(t))"),
              ("swan", "layer_map", "SWAN (Euler layer map)")]
-    for ax, scale in zip(axes, ("linear", "log"), strict=True):
+    for ax, scale in zip(axes[0], ("linear", "log"), strict=True):
         for kind, key, label in lines:
             values = record["models"].get(kind, {}).get(key)
             if values:
                 layers = np.arange(1, len(values["per_layer"]) + 1)
                 ax.plot(layers, values["per_layer"], marker="o", label=label)
                 ax.set_xticks(layers)
-        ax.set_yscale(scale)
-        ax.set_xlabel("layer l")
-        ax.set_ylabel("||J(l) - J(l-1)|| / ||J(l-1)||")
-        ax.set_title(f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
-    if axes[0].lines:
-        axes[0].legend(fontsize=8)
+        ax.set(yscale=scale, xlabel="layer l", ylabel="||J(l) - J(l-1)|| / ||J(l-1)||",
+               title=f"{'Arithmetic' if scale == 'linear' else 'Logarithmic'} scale")
+    if axes[0][0].lines:
+        axes[0][0].legend(fontsize=8)
     config = record.get("config") or {}
     fig.suptitle(f"Peptides-func, SWAN epsilon {config.get('epsilon', 1.0):g}, "
                  f"{config.get('epochs', '?')} epochs"
@@ -218,9 +181,7 @@ def draw(record: Mapping[str, Any], path: Path) -> Path:
                  + f", {len(record.get('graphs', {}).get('measured', []))} test graphs",
                  fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    figures.save(fig, path)
     return path
 
 
@@ -228,51 +189,26 @@ FIGURE = "jacobian.png"
 
 
 def write(out: Path, record: dict[str, Any], source: str) -> None:
-    """results.json, collected.json and the figure into `out`."""
-
     write_run(out, record, source)
     draw(record, out / FIGURE)
 
 
-def _default_out(reproductions: Path) -> Path:
-
-    return reproductions / f"{EXPERIMENT}-{device_kind()}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reproduce.jacobian",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=FULL_EPOCHS,
-                   help=f"training epochs per model (default {FULL_EPOCHS}, LRGB's)")
-    p.add_argument("--limit", type=int, default=None,
-                   help="only the first K raw Peptides rows (a reduced run)")
-    p.add_argument("--graphs", type=int, default=3,
-                   help="the smallest test graphs the Jacobians are taken on (default 3)")
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--layers", type=int, default=5)
-    p.add_argument("--epsilon", type=float, default=1.0,
-                   help="SWAN's step (default 1.0, LRGB's packaged point; the paper's grid "
-                        "has 1 and 0.01)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--swan-checkpoint", default=None,
-                   help="a checkpoint folder of a SWAN at this setting, instead of training")
-    p.add_argument("--note", default="",
-                   help="a line shown beside the rows (e.g. how loaded the machine was)")
-    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default REPRODUCTIONS/jacobian-<device kind>)")
+    p = argparse.ArgumentParser(prog="python -m reproduce.jacobian", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    for field in dataclasses.fields(Setting):  # --epochs, --limit, ... (Setting's comments)
+        p.add_argument("--" + field.name.replace("_", "-"), default=field.default,
+                       type={"limit": int, "swan_checkpoint": str}.get(
+                           field.name, type(field.default)), help=f"default {field.default}")
+    output_arguments(p, EXPERIMENT)
     p.add_argument("--work", type=Path, default=None,
                    help="checkpoints of the training (default: a temporary folder)")
     args = p.parse_args(argv)
-    setting = Setting(epochs=args.epochs, limit=args.limit, graphs=args.graphs,
-                      hidden=args.hidden, layers=args.layers, epsilon=args.epsilon,
-                      seed=args.seed,
-                      swan_checkpoint=args.swan_checkpoint)
+    setting = Setting(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Setting)})
     problem = setting.problem()
     if problem:
         p.error(f"--{problem[0].replace('_', '-')} {problem[1]}")
-    out = args.out or _default_out(args.reproductions)
-
+    out = args.out or args.reproductions / f"{EXPERIMENT}-{device_kind()}"
     try:
         splits = load_splits(setting)
     except DataError as err:  # a missing or bad raw file: its own one line

@@ -3,8 +3,7 @@ per Peptides-func epoch for GCN, GPS, GraphCON, ADGN, SWAN and SWAN-learn at the
 setting (batch 64, 128 channels, 5 layers), on the device that runs it, beside the paper's
 RTX 3090 figures and, where torch and the authors' model file are at hand, the authors'
 PyTorch SWAN and SWAN-learn on the same device and data. GPS is
-`benchmarks.common.lrgb_gps_model` (its row builder adds LapPE). The campaign runs it as its cell
-`runtime/peptides-func` (`reproduce.campaign.measure`).
+`benchmarks.common.lrgb_gps_model` with LapPE. The campaign's cell `runtime/peptides-func`.
 
     python -m reproduce.runtime                         # -> reproductions/runtime-<kind>/
     python -m reproduce.runtime --ref .gpu_ref/swan.py  # with the authors' PyTorch beside
@@ -26,7 +25,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +41,8 @@ MODELS = ("gcn", "gps", "graphcon", "adgn", "swan", "swan-learn")  # the paper's
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
 
 
-def _timed_row(work, epochs: int, kind: str) -> dict[str, Any]:
-    """One `train` call of `lrgb_model(kind)` on the workload: the row's seconds."""
-
-    return _timed(dataclasses.replace(work, model_fn=lambda hp: lrgb_model(kind)), epochs)
-
-
-def _timed(work, epochs: int) -> dict[str, Any]:
-    """One `train` call of the workload's own model: the row's seconds."""
-
-    timed = _epochs(work, "device", epochs)
-    return {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
-            "epoch_s": timed["epoch_s"], "first_epoch_s": timed["first_epoch_s"],
-            "epochs": epochs}
-
-
 def peptides_missing() -> str | None:
-    """Why the real Peptides-func cannot be timed here (None when its raw files are where
-    `benchmarks.epoch_anatomy` reads them); without them it times stand-in graphs."""
-
+    """Why the real Peptides-func cannot be timed here (else it times stand-ins), or None."""
     data_dir = os.environ.get("SWAN_DATA_DIR") or str(ROOT.parent / "shared" / "data")
     missing = ensure_available(["peptides-func"], data_dir, download=False, verify_md5=False)
     return (f"Peptides-func's raw files are not in {data_dir} (set SWAN_DATA_DIR)"
@@ -69,36 +51,28 @@ def peptides_missing() -> str | None:
 
 def measure_ours(epochs: int, quick: bool, models: Sequence[str] = MODELS
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Per model: training, inference, epoch and first-epoch seconds (or why the row is
-    not available); and the split sizes with the data's description (`about`)."""
-
+    """Per model its seconds (one `train` call each); the split sizes and `about`."""
     work = _peptides(quick)
     sizes: dict[str, Any] = {name: len(split) for name, split in work.splits.items()}
     sizes["about"] = work.about
     out: dict[str, Any] = {}
     for kind in models:
         print(f"runtime: {kind} ({epochs} epochs) ...", flush=True)
-        out[kind] = ROW_BUILDERS.get(kind, lambda w, e, k=kind: _timed_row(w, e, k))(
-            work, epochs)
+        timed = _epochs(gps_workload(work) if kind == "gps" else dataclasses.replace(
+            work, model_fn=lambda hp, k=kind: lrgb_model(k)), "device", epochs)
+        out[kind] = {"train_s": timed["train_s"], "inference_s": timed["eval_s"],
+                     "epoch_s": timed["epoch_s"], "first_epoch_s": timed["first_epoch_s"],
+                     "epochs": epochs}
     return out, sizes
 
 
 def gps_workload(work):
-    """The runtime workload with GPS: the same graphs with LapPE appended (computed here,
-    once, untimed) and `benchmarks.common.lrgb_gps_model` sized to the largest graph."""
-
+    """The same graphs with LapPE (untimed) and `lrgb_gps_model` sized to the largest."""
     splits = {name: with_positional_encodings(split, lap_k=GPS_LAP_K)
               for name, split in work.splits.items()}
     max_nodes = max(int(split.n_node.max()) for split in splits.values())
     model = lrgb_gps_model(max_nodes)
     return dataclasses.replace(work, splits=splits, model_fn=lambda hp: model)
-
-
-# Rows with their own builder (model -> function of the shared workload and the epochs);
-# every other model is `benchmarks.common.lrgb_model(kind)` on the shared Peptides splits.
-ROW_BUILDERS: dict[str, Callable[[Any, int], dict[str, Any]]] = {
-    "gps": lambda work, epochs: _timed(gps_workload(work), epochs),
-}
 
 
 def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:
@@ -121,8 +95,6 @@ def measure_reference(ref: Path, rounds: int, quick: bool) -> dict[str, Any]:
 
 
 def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
-    """The results file's content (`experiment = "runtime"`)."""
-
     started = time.time()
     ours, sizes = measure_ours(epochs, quick)
     reference = ({"skipped": "no --ref (the authors' models/swan.py)"} if ref is None
@@ -136,11 +108,6 @@ def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
             "wall_s": time.time() - started}
 
 
-def _default_out(reproductions: Path) -> Path:
-
-    return reproductions / f"runtime-{device_kind()}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reproduce.runtime",
                                 description=__doc__.splitlines()[0])
@@ -149,11 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ref", type=Path, default=None,
                    help="the authors' graph_property_prediction/models/swan.py")
     p.add_argument("--quick", action="store_true", help="600 graphs a split (a smoke run)")
-    p.add_argument("--note", default="",
-                   help="a line shown beside the rows (e.g. how loaded the machine was)")
-    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default REPRODUCTIONS/runtime-<device kind>)")
+    output_arguments(p, EXPERIMENT)
     args = p.parse_args(argv)
     if args.epochs < 2:
         p.error("--epochs must be at least 2 (the first epoch compiles)")
@@ -162,19 +125,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = peptides_missing()
     if missing:  # the runtime table is never timed on stand-in graphs
         p.exit(2, f"python -m reproduce.runtime: {missing}\n")
-    out = args.out or _default_out(args.reproductions)
+    out = args.out or args.reproductions / f"{EXPERIMENT}-{device_kind()}"
     record = results(args.epochs, args.quick, args.ref)
-    if args.note:
-        record["note"] = args.note
-    write_run(out, record, "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
+    write_run(out, record | ({"note": args.note} if args.note else {}),
+              "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
     print(f"runtime: wrote {out / 'results.json'}")
     return 0
 
 
-def write_run(out: Path, record: dict[str, Any], source: str) -> None:
-    """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads
-    them (the campaign's runtime and Jacobian cells write theirs the same way)."""
+def output_arguments(p: argparse.ArgumentParser, experiment: str) -> None:
+    """A measurement's --note, --reproductions and --out."""
+    p.add_argument("--note", default="",
+                   help="a line shown beside the rows (e.g. how loaded the machine was)")
+    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"results folder (default REPRODUCTIONS/{experiment}-<device kind>)")
 
+
+def write_run(out: Path, record: dict[str, Any], source: str) -> None:
+    """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads."""
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")
     collected = {"source": source, "collected": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -78,14 +78,13 @@ def convert(opts: Options) -> list[str]:
     removed."""
     lines = []
     for cell in load_cells(opts.plan):
-        old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
+        old = legacy.files(opts.reproductions, cell.slug)
         if old:
             run = opts.work / cell.slug
             if not any(run.rglob("run.json")) and not (run / "results.json").exists():
                 legacy.restore(old[0], run)  # else the run folder here is as new or newer
             written = carry.pack(run, opts.carried, cell.slug)
-            for path in old:
-                path.unlink()
+            legacy.remove(opts.reproductions, cell.slug)
             lines.append(f"{cell.id}: {old[0]} -> {len(written)} carried part(s)")
     return lines or ["no former bundle"]
 

@@ -1,14 +1,10 @@
 """Run folders carried between machines through git: compressed, in parts under 5 MB.
 
-A cell's state is its run folder (`runs/campaign/<slug>/`, git-ignored): `results.json`
-(the records of its finished programs; its cell summaries once the sweep is done), and
-per program under way a folder with `run.json`, `history.jsonl` and its newest orbax
-checkpoint. `pack` writes the whole folder as one gzip-compressed tar (level 1: the
-checkpoints' float arrays compress little, and a window's minutes are dear) cut into
-`reproductions/campaign/carried/<slug>.tar.gz.00`, `.01`, ... of at most `max_mb` each
-(the repository takes no file over 5 MB); `unpack` writes it back, and the experiment's
-`--resume` continues it bit-identically. `progress` orders two copies of a folder: the
-one with more finished programs, then more trained epochs, is the newer.
+A cell's state is its run folder (`runs/campaign/<slug>/`, git-ignored). `pack` writes it
+as one gzip tar (level 1: checkpoints' floats compress little, a window's minutes are
+dear) cut into `reproductions/campaign/carried/<slug>.tar.gz.NN`; `unpack` writes it back
+for the experiment's `--resume`. `progress` orders two copies: more finished programs,
+then more trained epochs, is newer.
 """
 
 from __future__ import annotations

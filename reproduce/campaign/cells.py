@@ -1,17 +1,8 @@
-"""The campaign's cells (`reproductions/campaign/plan.toml`), and the command that runs one.
-
-Each `[[cell]]` has an `id` (`<group>/<...>`: `transfer/line/50/swan`), the `experiment`
-that runs it, a `priority` (lower first: the paper's claims first), a `status`
-(`runnable`, or `after <id>`: run at the grid point that cell selected, once collected)
-and a `config`. A sweep cell runs as its experiment's own command,
-
-    python -m swan_jax.experiments.<experiment> --config <run>/cell.toml --resume
-
-in its own run folder `<work>/<id with / as __>/` (results, and checkpoints under
-`checkpoints/`), `cell.toml` holding the cell's `config`. A measurement cell
-(`runtime`, `jacobian`) runs `python -m reproduce.<experiment>` with its `config` as
-flags, and writes its run into `reproductions/<experiment>-<device kind>/` itself.
-"""
+"""The campaign's cells (`reproductions/campaign/plan.toml`: its header says their keys),
+and the command that runs one: a sweep cell's experiment's own command with `--config
+<run>/cell.toml --resume` in its run folder `<work>/<id with / as __>/`, a measurement
+cell's `python -m reproduce.<experiment>` with its `config` as flags (it writes
+`reproductions/<experiment>-<device kind>/` itself)."""
 
 from __future__ import annotations
 

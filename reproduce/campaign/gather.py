@@ -1,15 +1,10 @@
 """Finished cells into `reproductions/campaign-<group>[-<device kind>]/`; which are done.
 
-Cells of one group (the first part of a cell id: `transfer`, `graphprop-screen`, `lrgb`,
-...) share a protocol, so their finished run folders merge into one collected run: the
-cell summaries and records of every finished cell, the configuration's cell selectors
-(`topologies`, `models`, ...) the union of the cells'. The merge starts from what is
-committed, so a new machine adds to it without the old run folders; `collect` of
-`reproduce.results` then copies it as any other run (and refuses a smaller one).
-
-A cell is done when some collected run (the campaign's, or any other) holds a summary
-of each of its cells at the same protocol (epochs, patience, seeds, grid, data, ...); a
-measurement when `reproductions/<experiment>-<device kind>/` holds a run at its config.
+The cells of one group (the id's first part) share a protocol: their finished run folders
+merge into one collected run, starting from the committed one (`merge_results`), which
+`reproduce.results.collect` then copies as any other run. A cell is done when a collected
+run holds each of its cells at its protocol; a measurement when
+`reproductions/<experiment>-<device kind>/` holds a run at its config.
 """
 
 from __future__ import annotations
@@ -80,7 +75,6 @@ def _summaries(cell: Cell, collected: Sequence[Mapping[str, Any]]) -> list[dict 
 
 def is_done(cell: Cell, root: Path, collected: Sequence[Mapping[str, Any]],
             device_kind: str) -> bool:
-    """Whether `cell` is collected under `root` (see the module's docstring)."""
     if cell.measurement:
         path = root / f"{cell.experiment}-{device_kind}" / "results.json"
         config = json.loads(path.read_text()).get("config") or {} if path.exists() else None

@@ -24,7 +24,17 @@ from swan_jax.runs.io import write_text_atomic
 META = "__meta__"
 
 
-def files(path: Path) -> list[Path]:
+def files(reproductions: Path, slug: str) -> list[Path]:
+    """The former bundle of `slug` and its parts, in order."""
+    return _parts(reproductions / "campaign" / "bundles" / f"{slug}.npz")
+
+
+def remove(reproductions: Path, slug: str) -> None:
+    for path in files(reproductions, slug):
+        path.unlink()
+
+
+def _parts(path: Path) -> list[Path]:
     """The bundle `path` (`<slug>.npz`) and its parts `<slug>.partN.npz`, in order."""
     found = [path] if path.exists() else []
     while (part := path.with_name(f"{path.stem}.part{len(found)}.npz")).exists():
@@ -47,7 +57,7 @@ def _arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     arrays: dict[str, np.ndarray] = {}
     with np.load(path) as data:
         meta = json.loads(data[META].tobytes().decode())
-    for file in files(path)[:meta.get("parts", 0) + 1]:
+    for file in _parts(path)[:meta.get("parts", 0) + 1]:
         with np.load(file) as data:
             arrays.update({k: data[k] for k in data.files if k != META})
     for key, (shape, dtype, count) in meta.get("pieces", {}).items():

@@ -1,21 +1,11 @@
 """One call of the campaign: the chosen cells in priority order until a deadline.
 
-For each runnable cell matching `--cells` that is not collected yet, in priority order:
-
-1. its run folder (`<work>/<slug>/`) is brought up to the newest state this tree knows:
-   its carried parts (`reproductions/campaign/carried/`) or a former bundle
-   (`legacy`), when they hold more progress than the folder here;
-2. its command runs (`cells.command`: the experiment's own, with `--resume`) until it
-   ends or the deadline comes: then SIGTERM, which the command answers by saving the
-   epoch under way and exiting (SIGKILL after `grace` seconds; checkpoints survive it);
-3. a finished folder (its results written) is collected into `reproductions/` and its
-   carried parts removed; an unfinished one is carried (`carry.pack`).
-
-At the end RESULTS.md is re-rendered by a fresh interpreter of this tree. The same loop
-serves a CPU background run (`--until 19:30`) and a GPU window (`--until 8`). With
-`--executor slurm` every chosen cell's command runs at once with the SLURM flags (each
-cell a job, requeued from its checkpoints when preempted), and the loop collects them
-when all have ended.
+Per runnable cell not collected yet: its run folder brought up to the newest state this
+tree knows (`prepare`: carried parts or a former bundle); its command run until it ends
+or the deadline, then SIGTERM (the command saves the epoch under way; SIGKILL after
+`grace` s); a finished folder collected, an unfinished one carried (`settle`). Then
+RESULTS.md is re-rendered. The same loop serves a CPU background run and a GPU window;
+with `--executor slurm` every cell is a job at once, collected when all have ended.
 """
 
 from __future__ import annotations
@@ -86,7 +76,7 @@ def chosen(opts: Options) -> list[Cell]:
 def prepare(cell: Cell, opts: Options) -> Path:
     """The cell's run folder at the newest state this tree knows, with its cell.toml."""
     run = opts.work / cell.slug
-    old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
+    old = legacy.files(opts.reproductions, cell.slug)
     if carry.parts(opts.carried, cell.slug):
         here = carry.progress(run) if run.is_dir() else (-1, -1)
         if not carry.finished(run) and carry.progress_of(opts.carried, cell.slug) > here:
@@ -150,15 +140,12 @@ def settle(cell: Cell, run: Path, opts: Options) -> list[str]:
         lines = gather.collect_cell(cell, run, opts.reproductions, opts.device_kind,
                                     opts.note or f"campaign on {opts.device_kind}")
         carry.remove(opts.carried, cell.slug)
-        for old in legacy.files(opts.reproductions / "campaign" / "bundles"
-                                / f"{cell.slug}.npz"):
-            old.unlink()  # the former bundle of a cell now finished
+        legacy.remove(opts.reproductions, cell.slug)  # the former bundle of a finished cell
         return [f"{cell.id}: finished", *lines]
     if not any(run.rglob("run.json")) and not (run / "results.json").exists():
         return [f"{cell.id}: unfinished, nothing trained yet"]
     written = carry.pack(run, opts.carried, cell.slug)
-    for old in legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz"):
-        old.unlink()  # carried in the new form now
+    legacy.remove(opts.reproductions, cell.slug)  # carried in the new form now
     size = sum(p.stat().st_size for p in written) / 2 ** 20
     programs, epochs = carry.progress(run)
     return [f"{cell.id}: unfinished ({programs} program(s) done, {epochs} epoch(s) of those "
@@ -235,7 +222,7 @@ def status(opts: Options) -> list[str]:
         run = opts.work / cell.slug
         here = carry.progress(run) if run.is_dir() else None
         there = carry.progress_of(opts.carried, cell.slug)
-        old = legacy.files(opts.reproductions / "campaign" / "bundles" / f"{cell.slug}.npz")
+        old = legacy.files(opts.reproductions, cell.slug)
         lines.append(f"  {cell.priority:4d} {cell.id}" + (
             f": here {here[0]} program(s) + {here[1]} epoch(s)" if here else "") + (
             f"; carried {there[0]} program(s) + {there[1]} epoch(s)" if there[0] >= 0 else

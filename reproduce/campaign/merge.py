@@ -63,9 +63,7 @@ def merge_window(source: Path, opts: Options) -> list[str]:
                 for part in carry.parts(theirs, slug):
                     shutil.copyfile(part, opts.carried / part.name)
                 shutil.rmtree(opts.work / slug, ignore_errors=True)  # the older copy
-                for old in legacy.files(opts.reproductions / "campaign" / "bundles"
-                                        / f"{slug}.npz"):
-                    old.unlink()  # a former bundle, older too
+                legacy.remove(opts.reproductions, slug)  # a former bundle, older too
                 lines.append(f"{by_slug[slug].id}: carried from the {kind} window "
                              f"({carry.progress_of(theirs, slug)[1]} epoch(s) under way)")
         for folder in sorted((window / "reproductions").glob("*")):

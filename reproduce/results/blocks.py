@@ -1,24 +1,25 @@
-"""Pieces every part of the documents shares: a markdown table, the cells of the runs, what a
-row says about how its number was obtained, and a run's protocol block."""
+"""Pieces both documents share: a markdown table, the cells of the runs, what a row says
+about how its number was obtained (`CellFacts`), and a run's protocol block."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from reproduce.results import protocol
-from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, cell_axes
+from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, matches
+from swan_jax.experiments.sweep import duration
 
-# The legacy `label_columns` names of the graph-property experiment -> label settings
-# (swan_jax.data.graphprop: "paper" columns normalised = "faithful", "adgn" = "swan-code").
+# GraphProp's legacy `label_columns` -> label settings (swan_jax.data.graphprop)
 LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
 
 
 def label_setting(cell: Mapping[str, Any]) -> str:
-    """The label setting of a graph-property cell (`labels`, or the legacy columns)."""
     for key in ("labels", "label_setting"):
         if cell.get(key):
             return str(cell[key])
@@ -26,35 +27,25 @@ def label_setting(cell: Mapping[str, Any]) -> str:
     return LEGACY_LABELS.get(columns, str(columns))
 
 
-def model_name(cell: Mapping[str, Any]) -> str:
-    """The model of a cell (`model`, or LRGB's `variant`)."""
-    return str(cell.get("model") or cell.get("variant"))
-
-
 # How each paper experiment names a cell (the keys of paper_values.json's "expected").
 CELL_KEYS: dict[str, Callable[[Mapping[str, Any]], tuple]] = {
     "transfer": lambda c: (c["topology"], c["distance"], c["model"]),
     "graphprop": lambda c: (c["task"], label_setting(c), c["model"]),
-    "lrgb": lambda c: (c["dataset"], model_name(c)),
-    "node_classification": lambda c: (c["dataset"], model_name(c)),
+    "lrgb": lambda c: (c["dataset"], str(c.get("model") or c.get("variant"))),
+    "node_classification": lambda c: (c["dataset"], str(c.get("model") or c.get("variant"))),
 }
 
 
-NODE_CLASSIFICATION = ("node_classification", "node-classification", "nodeclass",
-                       "tolokers", "heterophily")
-
-
-def kind(run: Run) -> str:
-    """The paper experiment a run belongs to (node classification has several names)."""
-    return "node_classification" if run.experiment in NODE_CLASSIFICATION else run.experiment
-
-
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    """A markdown table (cells are str()-ed; `|` escaped)."""
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     return [line(header), "|" + " --- |" * len(header), *(line(r) for r in rows), ""]
+
+
+def relative(path: Path, out: Path) -> str:
+    """`path` as a link from the document `out`."""
+    return Path(os.path.relpath(path.resolve(), out.resolve().parent)).as_posix()
 
 
 def anchor(heading: str) -> str:
@@ -62,9 +53,9 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
-def device(run: Run) -> str:
-    """The run's device as its results name it (e.g. "cpu:0", "cuda:0 (NVIDIA H100)")."""
-    machine = run.machine
+def device(run: Run | None, machine: Mapping[str, Any] | None = None) -> str:
+    """A run's (or a record's `machine`'s) device: "cpu:0", "cuda:0 (NVIDIA H100)"."""
+    machine = run.machine if run else machine or {}
     name = str(machine.get("device", "unknown device"))
     return name + (f" ({machine['device_kind']})" if machine.get("device_kind") else "")
 
@@ -76,7 +67,6 @@ def short_device(label: str) -> str:
 
 def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
               ) -> dict[tuple, list[tuple[Run, dict[str, Any]]]]:
-    """Key -> every (run, cell summary) with that key, runs in folder order."""
     out: dict[tuple, list[tuple[Run, dict[str, Any]]]] = {}
     for run in runs:
         for cell in run.cells:
@@ -90,7 +80,6 @@ def cell_rows(runs: Sequence[Run], key: Callable[[Mapping[str, Any]], tuple]
 
 
 def epochs_range(cell: Mapping[str, Any]) -> str:
-    """Epochs the cell's seeds ran: "100", or "68-100" when they differ."""
     epochs = cell.get("epochs_run") or []
     if not epochs:
         return "–"
@@ -104,17 +93,11 @@ def best_config(cell: Mapping[str, Any]) -> str:
                      for k, v in sorted(best.items())) or "–"
 
 
-# ====================================================================== per cell
-
-
-IMPROVING_SHARE = 0.1  # best epoch in the last 10% of the epochs run: still improving
-
-
 @dataclasses.dataclass(frozen=True)
 class CellFacts:
     """What a row says about how its number was obtained."""
 
-    departures: tuple[str, ...]  # short departures from the paper's protocol; () = full
+    departures: tuple[str, ...]  # () = the paper's full protocol
     converged: str  # "yes", "still improving (k of n seeds)", "–"
     device: str
     wall: str
@@ -136,25 +119,17 @@ def converged(cell: Mapping[str, Any], cap: Any) -> str:
     improving = [s for s in seeds if not s.get("diverged") and isinstance(cap, int)
                  and s.get("epochs_run") == cap
                  and s.get("best_epoch", -1) >= s["epochs_run"] - max(
-                     1, round(IMPROVING_SHARE * s["epochs_run"]))]
+                     1, round(0.1 * s["epochs_run"]))]
     return f"still improving ({len(improving)} of {len(seeds)} seeds)" if improving else "yes"
 
 
 def cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in run.records
-            if all(cell.get(a) == r[a] for a in cell_axes(r) if a in cell)]
+    return [r for r in run.records if matches(cell, r)]
 
 
 def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
-    """The device the cell's programs ran on (their records), else the run's; for a
-    campaign cell that also trained on another device kind (a program resumed from a
-    bundle on another machine), the epochs it trained there."""
-    names = []
-    for rec in cell_records(run, cell):
-        machine = rec.get("machine") or {}
-        name = str(machine.get("device", "unknown device"))
-        names.append(name + (f" ({machine['device_kind']})" if machine.get("device_kind")
-                             else ""))
+    """The devices of the cell's records, else the run's (and `_other_kinds`)."""
+    names = [device(None, rec.get("machine")) for rec in cell_records(run, cell)]
     label = ", ".join(dict.fromkeys(names)) or device(run)
     return label + _other_kinds(run, cell, label)
 
@@ -163,9 +138,8 @@ CAMPAIGN_KINDS = ("h100", "h200")  # a campaign run's folder name ends with its 
 
 
 def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
-    """"; also 839 epochs on cpu-2core": the epochs `reproductions/campaign/state.json`
-    counts for this campaign cell on device kinds other than the run's own and those its
-    records name already (`label`)."""
+    """"; also 839 epochs on cpu-2core": a campaign cell's epochs on the device kinds
+    (`campaign/state.json`) that neither the run's name nor its records (`label`) name."""
     key, state_file = CELL_KEYS.get(run.experiment), run.folder.parent / "campaign" / "state.json"
     if key is None or not run.name.startswith("campaign-") or not state_file.is_file():
         return ""
@@ -183,7 +157,6 @@ def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
 
 
 def reworded(text: str, proto: Mapping[str, Any]) -> str:
-    """A departure against a reference protocol that is not the paper's (`name`)."""
     name = proto.get("name")
     if not name:
         return text
@@ -192,9 +165,8 @@ def reworded(text: str, proto: Mapping[str, Any]) -> str:
 
 def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                     paper_points: int | None = None) -> tuple[str, ...]:
-    """The run's departures, with the grid counted for this cell: the points it searched
-    (`grid_points` of its summary) against the paper's points for this cell (`paper_points`,
-    default: the paper's whole grid); pooled splits against the paper's."""
+    """The run's departures; the grid as the cell's `grid_points` against the paper's for
+    this cell (`paper_points`, default its whole grid); pooled splits against the paper's."""
     items = [short for short, _ in protocol.departures(run.config, proto)]
     points = paper_points if paper_points is not None else protocol.grid_points(proto)
     ours = cell.get("grid_points")
@@ -212,8 +184,6 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
 
 def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                paper_points: int | None = None) -> CellFacts:
-    from swan_jax.experiments.sweep import duration
-
     wall = cell.get("wall_time")
     return CellFacts(departures=cell_departures(run, cell, proto, paper_points),
                      converged=converged(cell, run.config.get("epochs")),
@@ -221,13 +191,9 @@ def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
                      wall="–" if not isinstance(wall, int | float) else duration(wall))
 
 
-# ================================================================== a run's protocol
-
-
 def searched_grid(run: Run) -> str:
-    """The grid the run's programs searched (the union of their runs' settings; the
-    configured grid when no program finished): a cell searches its experiment's sub-grid
-    (ADGN has no beta, a regular graph keeps one), so this may differ from the config."""
+    """The union of the grid points the run's programs searched (a cell searches its own
+    sub-grid: ADGN has no beta), else the configured grid."""
     axes: dict[str, list] = {}
     for rec in run.records:
         for r in rec.get("runs") or []:
@@ -241,7 +207,6 @@ def searched_grid(run: Run) -> str:
 
 
 def _in_progress_line(run: Run) -> str | None:
-    """Programs without a record when collected."""
     finished = {r.get("program") for r in run.records}
     running = [p for p in run.collected.get("in_progress") or []
                if p.get("program") not in finished]

@@ -1,15 +1,6 @@
-"""`collect`: copy the small files of a finished or partial sweep into `reproductions/`.
-
-From a results folder (`results/transfer`) it copies `results.json` and `config.toml`
-verbatim and writes `collected.json` (source, date, the table's notes, per-program
-timings from each `history.jsonl`, programs still in progress) and, where curves matter,
-`history.json` (per epoch: training loss, validation and test metric of the selected
-runs). Checkpoints and caches are never copied.
-
-A committed run is replaced only by a run at least as large in every measure of
-`protocol.protocol_measures` (epochs, patience, seeds, data, grid points, finished cells
-and programs), unless `force`: a quick `EPOCHS=1` run cannot clobber real numbers.
-"""
+"""`collect`: copy the small files of a finished or partial sweep into `reproductions/`
+(the command's help says which); never checkpoints or caches. A committed run is replaced
+only by one at least as large in every `protocol.protocol_measures`, unless `force`."""
 
 from __future__ import annotations
 
@@ -30,19 +21,20 @@ from reproduce.results.store import (
     ReproductionsError,
     cell_axes,
     current_records,
+    matches,
     read_json,
 )
 from swan_jax.runs.io import write_text_atomic
+from swan_jax.train import read_history
 
 HISTORY_EXPERIMENTS = ("lrgb",)  # experiments whose curves RESULTS.md draws ("auto")
 HISTORY_CHOICES = ("auto", "all", "none")
 MAX_MB = 5.0
 MAX_IN_PROGRESS_RUNS = 12  # curves of an unfinished program with more runs are skipped
+
+
 class CollectRefused(ReproductionsError):
     """What `collect` will not do without `--force` (one line)."""
-
-
-# ====================================================================== program folders
 
 
 def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
@@ -60,15 +52,11 @@ def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
 
 
 def read_history_lines(folder: Path | None) -> list[dict[str, Any]]:
-    path = None if folder is None else folder / "history.jsonl"
-    if path is None or not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_history(folder) if folder and (folder / "history.jsonl").exists() else []
 
 
 def timing(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Median seconds per epoch (training, evaluation, both), the first (compiling)
-    epoch left out when there are others."""
+    """Median seconds per epoch, the first (compiling) one left out when there are others."""
     steady = list(lines[1:]) or list(lines)
     out: dict[str, Any] = {"epochs": len(lines)}
     for key in ("train_seconds", "eval_seconds", "seconds", "steps"):
@@ -87,7 +75,6 @@ def _round(value: Any) -> Any:
 
 
 def curves(lines: Sequence[Mapping[str, Any]], runs: Sequence[int]) -> dict[str, list]:
-    """Per epoch, the training loss and the validation / test metric of `runs`."""
     out: dict[str, list] = {"epoch": [int(h["epoch"]) for h in lines]}
     for key in ("train_loss", "val", "test"):
         if all(key in h for h in lines):
@@ -95,21 +82,13 @@ def curves(lines: Sequence[Mapping[str, Any]], runs: Sequence[int]) -> dict[str,
     return out
 
 
-# ================================================================= what is collected
-
-
 def _chosen_runs(cell: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                  ) -> list[tuple[Mapping[str, Any], list[int]]]:
     """(record, run indices) of the cell's selected grid point (every pooled record)."""
     best = cell.get("best_hparams") or {}
-    out = []
-    for rec in records:
-        if not all(cell.get(a) == rec[a] for a in cell_axes(rec) if a in cell):
-            continue
-        runs = [i for i, run in enumerate(rec.get("runs") or []) if run["hparams"] == best]
-        if runs:
-            out.append((rec, runs))
-    return out
+    found = [(rec, [i for i, run in enumerate(rec.get("runs") or []) if run["hparams"] == best])
+             for rec in records if matches(cell, rec)]
+    return [(rec, runs) for rec, runs in found if runs]
 
 
 def _entry(rec: Mapping[str, Any], runs: Sequence[int], lines, status: str,
@@ -125,9 +104,7 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
                 ) -> list[dict[str, Any]]:
     """Program folders of this configuration that have no record yet (still training)."""
     config = results.get("config") or {}
-    roots = {source / "checkpoints"}
-    if config.get("checkpoint_dir"):
-        roots.add(Path(config["checkpoint_dir"]))
+    roots = {source / "checkpoints", Path(config.get("checkpoint_dir") or source / "checkpoints")}
     out = []
     for root in sorted(r for r in roots if r.is_dir()):
         for run_file in sorted(root.rglob("run.json")):
@@ -149,8 +126,7 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
 
 
 def table_notes(source: Path, results: Mapping[str, Any]) -> list[str]:
-    """The experiment's notes on its protocol: `results.json` -> `notes` when a sweep
-    writes them, else the "Notes:" line of `table.md`."""
+    """The experiment's notes: `results.json`'s, else the "Notes:" line of `table.md`."""
     if results.get("notes"):
         return [str(n) for n in results["notes"]]
     table = source / "table.md"
@@ -163,8 +139,7 @@ def table_notes(source: Path, results: Mapping[str, Any]) -> list[str]:
 
 def histories(results: Mapping[str, Any], source: Path, running: Sequence[Mapping[str, Any]]
               ) -> dict[str, Any]:
-    """`history.json`: the selected runs of every finished cell, and every run of the
-    programs in progress (when they are few)."""
+    """`history.json`: each finished cell's selected runs, each few-run program's in progress."""
     cap = (results.get("config") or {}).get("epochs")
     programs, seen = [], set()
     records = current_records(results)
@@ -185,8 +160,7 @@ def histories(results: Mapping[str, Any], source: Path, running: Sequence[Mappin
 
 
 def _check_replace(dest: Path, results: Mapping[str, Any], force: bool) -> str | None:
-    """Refuse to replace a committed run by a different or smaller one (unless force);
-    returns a line about what was replaced."""
+    """Refuse a different or smaller run over a committed one (unless force); what it replaced."""
     if not (dest / RESULTS_FILE).exists():
         return None
     old = read_json(dest / RESULTS_FILE)
@@ -206,8 +180,7 @@ STUB = "written by collect from run.json: no program of this run had finished"
 
 
 def _stub_results(source: Path) -> dict[str, Any] | None:
-    """A results file for a run none of whose programs has finished: the experiment and
-    configuration of its program folders (`run.json`), no cells, no records."""
+    """The results of a run none of whose programs has finished, from its `run.json`."""
     for run_file in sorted((source / "checkpoints").rglob("run.json")):
         described = json.loads(run_file.read_text()).get("description") or {}
         if described.get("experiment") and described.get("config"):
@@ -219,7 +192,6 @@ def _stub_results(source: Path) -> dict[str, Any] | None:
 
 
 def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
-    """The results of `source` and the text to copy (a stub when none has finished)."""
     path = source / RESULTS_FILE
     if source.is_dir() and not path.exists():
         stub = _stub_results(source)
@@ -243,8 +215,7 @@ def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
 def collect(source: str | Path, root: str | Path = "reproductions", *, name: str | None = None,
             force: bool = False, history: str = "auto", note: str | None = None,
             max_mb: float = MAX_MB) -> list[str]:
-    """Copy a results folder's small files to `root/<name or experiment>/`; returns the
-    lines to print. Raises `CollectRefused` / `ReproductionsError` (one line)."""
+    """Copy `source`'s small files to `root/<name or experiment>/`; the lines to print."""
     source, root = Path(source), Path(root)
     if history not in HISTORY_CHOICES:
         raise ValueError(f"history must be one of {HISTORY_CHOICES}, got {history!r}")

@@ -1,11 +1,5 @@
-"""The figures RESULTS.md shows, drawn from `reproductions/` only.
-
-* `transfer_figure`: test MSE against the distance k, one panel per topology, our mean
-  (band: ± std over seeds) beside the authors' plotted values (hollow markers, dashed);
-* `paired_figure`: a paper table's cells, ours beside the paper's, one panel per column;
-* `curves_figure`: per collected program with a history, the validation and test metric
-  per epoch of each seed, with the paper's value (band: its std) as a horizontal line.
-"""
+"""The figures of RESULTS.md and RUNS.md. Each takes points (panel, label, paper (mean,
+std) or None, ours (mean, std) or None) and returns False, drawing nothing, without ours."""
 
 from __future__ import annotations
 
@@ -14,22 +8,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
 from reproduce.results.compare import finite, scale
 
 MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "#d55e00",
                 "sage": "#cc78bc", "gat": "#de8f05", "gps": "#ece133"}
 
 
-def _subplots(columns: int, width: float, **options: Any):
-    """A figure of `columns` axes outside pyplot: the renderer never switches the
-    process-wide matplotlib backend (a notebook's stays as it was)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width * columns, 4.0))
+def subplots(columns: int, width: float, height: float = 4.0, **options: Any):
+    """`columns` axes outside pyplot: a notebook's matplotlib backend stays as it was."""
+    fig = Figure(figsize=(width * columns, height))
     return fig, fig.subplots(1, columns, squeeze=False, **options)
 
 
-def _save(fig, path: Path) -> None:
+def save(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
 
@@ -37,14 +31,11 @@ def _save(fig, path: Path) -> None:
 def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
                     distances: Mapping[tuple[str, str], Sequence[int]], path: Path) -> bool:
     """Test MSE against k, one panel per topology: ours (filled, band ± std) beside the
-    paper's (hollow, dashed). `points`: (topology, model, paper, ours) per cell in
-    `distances`' order; False when nothing of ours is finite."""
+    paper's (hollow, dashed); `points` per (topology, model) in `distances`' order."""
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
-    from matplotlib.ticker import NullLocator
-
     topologies = list(dict.fromkeys(p[0] for p in points))
-    fig, axes = _subplots(len(topologies), 5.2, sharey=True)
+    fig, axes = subplots(len(topologies), 5.2, sharey=True)
     for ax, topology in zip(axes[0], topologies, strict=True):
         for model in dict.fromkeys(p[1] for p in points if p[0] == topology):
             ks = distances[(topology, model)]
@@ -73,18 +64,17 @@ def transfer_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]
     fig.suptitle("Graph transfer: ours (solid, ± std over seeds) vs the paper's Figure 3 "
                  "(hollow, dashed); the rows of RESULTS.md", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
 def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]], path: Path,
                   title: str, ylabel: str, log: bool = False) -> bool:
-    """One panel per paper column: per row label, the paper's value (hollow square, bar:
-    its std) beside ours (filled circle, bar: our std); False when nothing of ours."""
+    """One panel per paper column: per row, the paper's value (hollow square) beside ours."""
     if not any(p[3] and finite(p[3][0]) for p in points):
         return False
     panels = list(dict.fromkeys(p[0] for p in points))
-    fig, axes = _subplots(len(panels), max(2.5, 0.55 * max(
+    fig, axes = subplots(len(panels), max(2.5, 0.55 * max(
         sum(p[0] == panel for p in points) for panel in panels) + 1.2))
     for ax, panel in zip(axes[0], panels, strict=True):
         rows = [p for p in points if p[0] == panel]
@@ -105,7 +95,7 @@ def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
     axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True
 
 
@@ -119,11 +109,11 @@ def _program_title(program: Mapping[str, Any]) -> str:
 
 def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]],
                   path: Path, device: str) -> bool:
-    """One panel per (program history, metric name, paper (mean, std) or None)."""
+    """Per (program history, metric, paper or None): each seed's validation and test curve."""
     programs = [p for p in programs if p[0].get("epoch")]
     if not programs:
         return False
-    fig, axes = _subplots(len(programs), 6.0)
+    fig, axes = subplots(len(programs), 6.0)
     for ax, (program, metric, paper) in zip(axes[0], programs, strict=True):
         factor, epochs = scale(metric), [e + 1 for e in program["epoch"]]
         for i, run in enumerate(program.get("runs") or []):
@@ -143,5 +133,5 @@ def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]
         ax.legend(fontsize=7)
     fig.suptitle(f"Training curves ({device})", fontsize=10)
     fig.tight_layout()
-    _save(fig, path)
+    save(fig, path)
     return True

@@ -3,37 +3,37 @@ Jacobian figure (fig:jacobian_over_time), each run beside the paper's numbers.""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.results.blocks import device, table
+from reproduce.results.blocks import device, relative, table
 from reproduce.results.store import Run
 
 NOT_RUN = "not run"
-
-
 FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
 
 
-def runtime_protocol(run: Run) -> str:
-    """"full" when the run timed whole Peptides-func epochs, else "reduced: ..."."""
+def _protocol(run: Run, short: list[str], after: Sequence[str] = ()) -> str:
+    """"full", or "reduced: ..." with the Peptides-func graphs it left out."""
     sizes = run.results.get("graphs") or {}
-    short = [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
-             if sizes.get(k, 0) < n]
-    if "(real)" not in sizes.get("about", "(real)"):  # benchmarks.epoch_anatomy's stand-ins
-        short.insert(0, "stand-in graphs, not Peptides-func")
+    short += [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+              if sizes.get(k, 0) < n] + list(after)
     return "reduced: " + "; ".join(short) if short else "full"
+
+
+def runtime_protocol(run: Run) -> str:
+    about = (run.results.get("graphs") or {}).get("about", "(real)")
+    # benchmarks.epoch_anatomy's stand-ins
+    return _protocol(run, [] if "(real)" in about else ["stand-in graphs, not Peptides-func"])
+
+
+def _models(run: Run) -> dict[str, Any]:
+    return run.results.get("models") or {}
 
 
 def _seconds(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, int | float) else "–"
-
-
-def timed(run: Run, model: str) -> bool:
-    """Whether `run` timed `model` (a row it marks "not available" is not timed)."""
-    return "train_s" in ((run.results.get("models") or {}).get(model) or {})
 
 
 def _with_note(protocol: str, run: Run) -> str:
@@ -50,8 +50,7 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
     rows = []
     for model, theirs in paper_values.items():
         name = theirs.get("label") or model.upper()
-        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
-        found = [(run, ours) for run, ours in found if ours]
+        found = [(run, _models(run)[model]) for run in runs if _models(run).get(model)]
         if not found:
             rows.append([name, NOT_RUN, theirs["train_s"], NOT_RUN,
                          theirs["inference_s"], "–", "", ""])
@@ -72,8 +71,6 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
 
 
 def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
-    """The runtime table: the paper's RTX 3090 seconds per epoch beside each collected
-    `runtime` run's (and the authors' PyTorch measured by the same run, where it was)."""
     spec = paper.get("runtimes") or {}
     intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
              "`python -m reproduce.runtime` on the device of each row: the median training "
@@ -93,19 +90,12 @@ JACOBIAN_KINDS = {"field": "field J(t) at x(l)", "layer_map": "layer map x(l-1) 
 
 
 def jacobian_protocol(run: Run) -> str:
-    """"full" when both models trained the LRGB protocol's epochs on the whole data set
-    (or SWAN came from a checkpoint), else "reduced: ..."."""
-    config, graphs = run.config, run.results.get("graphs") or {}
-    short = [f"{graphs.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
-             if graphs.get(k, 0) < n]
-    epochs = {kind: (m.get("training") or {}).get("epochs") for kind, m in
-              (run.results.get("models") or {}).items() if "epochs" in (m.get("training")
-                                                                          or {})}
-    short += [f"{kind.upper()} trained {e} of 300 epochs" for kind, e in epochs.items()
-              if (e or 0) < 300]
-    if config.get("limit"):
-        short.insert(0, f"first {config['limit']} raw rows")
-    return "reduced: " + "; ".join(short) if short else "full"
+    """Also reduced when a model trained fewer than LRGB's 300 epochs (a checkpoint: full)."""
+    epochs = [(kind, (m.get("training") or {}).get("epochs"))
+              for kind, m in _models(run).items() if "epochs" in (m.get("training") or {})]
+    return _protocol(run, [f"first {run.config['limit']} raw rows"] if run.config.get(
+        "limit") else [], [f"{k.upper()} trained {e} of 300 epochs" for k, e in epochs
+                           if (e or 0) < 300])
 
 
 def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
@@ -113,8 +103,7 @@ def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[st
     rows = []
     for model in spec.get("models", []):
         paper = f"{100 * theirs[model]:.3g}%" if model in theirs else "–"
-        found = [(run, (run.results.get("models") or {}).get(model)) for run in runs]
-        found = [(run, ours) for run, ours in found if ours]
+        found = [(run, _models(run)[model]) for run in runs if _models(run).get(model)]
         if not found:
             rows.append([model.upper(), "–", NOT_RUN, paper, "", "", ""])
         for run, ours in found:
@@ -137,8 +126,6 @@ def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[st
 
 def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
              out: Path | None = None) -> list[str]:
-    """The Jacobian figure: each run's mean relative change per model beside the paper's
-    averages, and each run's figure."""
     spec = paper.get("jacobian") or {}
     lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
              f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
@@ -154,9 +141,8 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
     for run in runs:
         figure = run.folder / "jacobian.png"
         if figure.exists() and out is not None:
-            rel = Path(os.path.relpath(figure.resolve(), out.resolve().parent)).as_posix()
-            lines += [f"![Relative change of the Jacobian over layers, {run.name}]({rel})",
-                      ""]
+            lines += [f"![Relative change of the Jacobian over layers, {run.name}]"
+                      f"({relative(figure, out)})", ""]
     return lines
 
 
@@ -166,10 +152,10 @@ def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequ
     out = []
     for name, models, runs, found, proto in (
             ("Runtime table (tab:runtimes, RTX 3090)", (paper.get("runtimes") or {}).get(
-                "values", {}), runtime, timed, runtime_protocol),
+                "values", {}), runtime, lambda r, m: "train_s" in (_models(r).get(m) or {}),
+             runtime_protocol),  # a row marked "not available" is not timed
             ("Jacobian over layers (fig:jacobian_over_time)", (paper.get("jacobian") or {}).get(
-                "models", []), jacobian_runs,
-             lambda r, m: m in (r.results.get("models") or {}), jacobian_protocol)):
+                "models", []), jacobian_runs, lambda r, m: m in _models(r), jacobian_protocol)):
         status = []
         for model in models:
             done = [r for r in runs if found(r, model)]

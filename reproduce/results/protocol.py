@@ -1,10 +1,5 @@
-"""The protocol a collected run actually ran, how big it is, and where it departs from the
-paper's (`paper_values.json`, key `protocol` of each experiment).
-
-Everything is read from the run's resolved configuration (`results.json` -> `config`),
-its records and `collected.json`; the only defaults used are the graph-property data
-module's split sizes (`swan_jax.data.graphprop`), which a configuration leaves implicit.
-"""
+"""The protocol a collected run ran (its `results.json` -> `config`), how big it is, and
+where it departs from the paper's (`paper_values.json` -> `<experiment>.protocol`)."""
 
 from __future__ import annotations
 
@@ -13,16 +8,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reproduce.results.store import current_records
+from swan_jax.data.graphprop import DEFAULT_NODES, DEFAULT_PER_SIZE, SPLITS
+from swan_jax.experiments import graphprop, transfer
 from swan_jax.experiments.sweep import duration
+
+EXPERIMENTS: dict[str, Any] = {"transfer": transfer.EXPERIMENT, "graphprop": graphprop.EXPERIMENT}
 
 
 def split_sizes(config: Mapping[str, Any]) -> list[int] | None:
-    """Graphs per split (train, val, test) when the configuration decides them."""
+    """Graphs per split (train, val, test) when the configuration decides them (GraphProp's
+    data module's defaults where it leaves them implicit)."""
     if config.get("sizes"):
         return [int(v) for v in config["sizes"]]
     if "per_size" in config or "node_counts" in config:
-        from swan_jax.data.graphprop import DEFAULT_NODES, DEFAULT_PER_SIZE, SPLITS
-
         per_size = config.get("per_size") or [DEFAULT_PER_SIZE[s] for s in SPLITS]
         counts = ([len(config["node_counts"])] * 3 if config.get("node_counts")
                   else [len(DEFAULT_NODES[s]) for s in SPLITS])
@@ -33,15 +31,11 @@ def split_sizes(config: Mapping[str, Any]) -> list[int] | None:
 def data_size(config: Mapping[str, Any]) -> float:
     """A number that grows with the data a configuration trains on (inf: all of it)."""
     sizes = split_sizes(config)
-    if sizes is not None:
-        return float(sum(sizes))
-    return math.inf if config.get("limit") is None else float(config["limit"])
+    return _unlimited(config.get("limit")) if sizes is None else float(sum(sizes))
 
 
 def grid_points(config: Mapping[str, Any]) -> int:
-    """Points of the configured grid (the product of its axes' lengths)."""
-    return math.prod(len(v) if isinstance(v, list | tuple) else 1
-                     for v in (config.get("grid") or {}).values())
+    return math.prod(len(_values(v)) for v in (config.get("grid") or {}).values())
 
 
 def _unlimited(value: Any) -> float:
@@ -49,7 +43,7 @@ def _unlimited(value: Any) -> float:
 
 
 def protocol_measures(results: Mapping[str, Any]) -> dict[str, float]:
-    """What `collect` compares before replacing a run: each grows with the protocol."""
+    """What `collect` compares before replacing a run (each grows with the protocol)."""
     config = results.get("config") or {}
     cells = [c for c in results.get("cells") or [] if "test_mean" in c]
     return {"epochs": _unlimited(config.get("epochs")),
@@ -64,14 +58,8 @@ def protocol_measures(results: Mapping[str, Any]) -> dict[str, float]:
 def smaller_measures(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[str]:
     """Each measure in which `new` results are smaller than `old`, as "name a < b"."""
     a, b = protocol_measures(new), protocol_measures(old)
-    return [f"{name} {_show(a[name])} < {_show(b[name])}" for name in a if a[name] < b[name]]
-
-
-def _show(value: float) -> str:
-    return "unlimited" if math.isinf(value) else f"{value:g}"
-
-
-# ================================================================ against the paper
+    return [f"{name} {a[name]:g} < {b[name]:g}".replace("inf", "unlimited")
+            for name in a if a[name] < b[name]]
 
 
 def _values(values: Any) -> list:
@@ -83,8 +71,8 @@ def fmt_set(values: Sequence) -> str:
 
 
 def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(short, long) per departure of `config` from the paper's `protocol`, the grid aside:
-    a cell searches its experiment's sub-grid of it (`blocks.cell_departures`)."""
+    """(short, long) per departure of `config` from the paper's `protocol`, the grid aside
+    (`blocks.cell_departures` counts each cell's)."""
     out: list[tuple[str, str]] = []
     sizes, paper_sizes = split_sizes(config), paper.get("data")
     if isinstance(paper_sizes, list) and sizes is not None and sizes != paper_sizes:
@@ -120,11 +108,7 @@ def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tupl
     return out
 
 
-# =================================================================== the block
-
-
 def machine_line(machine: Mapping[str, Any]) -> str:
-    """The device and host of a run, as the records name them."""
     parts = [str(machine.get("device", "unknown device"))]
     for key in ("device_kind", "device_count", "cpu_count"):
         if machine.get(key) is not None:
@@ -151,18 +135,14 @@ def wall_line(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def paper_cell_points(experiment: str, cell: Mapping[str, Any]) -> int | None:
-    """Grid points the paper's protocol searches for this cell: the experiment's own grid
-    of the cell under its packaged configuration, which is the paper's protocol for
-    graph transfer and GraphProp (ADGN has no beta axis, the baselines only the learning
-    rate and, on GraphProp, width and depth; on regular graphs beta cannot matter and
-    the experiment keeps one). None for other experiments or an unknown cell."""
-    if experiment not in ("transfer", "graphprop"):
+    """Grid points the paper searches for this cell (transfer, GraphProp): the experiment's
+    own grid of the cell under its packaged configuration, which is the paper's protocol
+    (ADGN has no beta, the baselines fewer axes, a regular graph one beta)."""
+    if experiment not in EXPERIMENTS:
         return None
-    import importlib
-
+    exp = EXPERIMENTS[experiment]
     try:
-        exp = importlib.import_module(f"swan_jax.experiments.{experiment}").EXPERIMENT
         axes = exp.grid(exp.default_config(), {a: cell[a] for a in exp.cell_axes})
     except KeyError:  # a cell of an older layout (e.g. GraphProp's `label_columns`)
         return None
-    return math.prod(len(v) if isinstance(v, list | tuple) else 1 for v in axes.values())
+    return grid_points({"grid": axes})

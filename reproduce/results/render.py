@@ -1,22 +1,15 @@
-"""`render`: RESULTS.md, reproductions/RUNS.md and their figures from `reproductions/` only.
-
-Every number is read from a committed file: ours from `reproductions/<run>/results.json`
-(and `collected.json`, `history.json`), the paper's from `reproductions/paper_values.json`,
-the authors' transfer figure values from
-`swan_jax/experiments/references/transfer_figure3.json`. RESULTS.md shows the paper's tables,
-one row per cell; RUNS.md every row behind them and each run's protocol.
-"""
+"""`render`: RESULTS.md, reproductions/RUNS.md and their figures from committed files only:
+`reproductions/` and the authors' transfer values (`experiments/references/`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from reproduce.results import figures, measurements
 from reproduce.results import runs as runs_md
-from reproduce.results.blocks import anchor, device, kind, short_device, table
+from reproduce.results.blocks import anchor, device, relative, short_device, table
 from reproduce.results.sections import HEADER as COLUMNS
 from reproduce.results.sections import Shown, gather, paper_tables, render_table
 from reproduce.results.sections import constants as constant_scores
@@ -43,17 +36,6 @@ seeds, data, the grid for that cell). *Converged*: "yes" unless a seed ran to th
 cap with its best validation epoch in its last 10%. Every row (superseded ones too) and
 each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 """
-
-
-def group(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    groups: dict[str, list[Run]] = {}
-    for run in runs:
-        groups.setdefault(kind(run), []).append(run)
-    return groups
-
-
-def _relative(path: Path, out: Path) -> str:
-    return Path(os.path.relpath(path.resolve(), out.resolve().parent)).as_posix()
 
 
 def coverage(shown: Sequence[Shown], paper: Mapping[str, Any],
@@ -97,9 +79,11 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
     """(RESULTS.md, RUNS.md, warnings); the figures are drawn."""
     paper = load_paper(root)
     runs, empty = load_runs(root)
-    groups = group(runs)
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.experiment, []).append(run)
     runs_file = root / RUNS_FILE
-    link = _relative(runs_file, out)
+    link = relative(runs_file, out)
 
     def runs_link(name: str) -> str:
         return f"[{name}]({link}#{anchor(name)})"
@@ -115,7 +99,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
         lit = (s.table.literature or {}).get("rows")
         parts += [f"## {s.table.heading}", "", s.table.intro, "",
                   *table([*s.table.columns, *COLUMNS], body)]
-        parts += ([f"![{s.table.heading}]({_relative(root / FIGURES / s.table.figure, out)})",
+        parts += ([f"![{s.table.heading}]({relative(root / FIGURES / s.table.figure, out)})",
                    ""] if drawn else [])
         notes = s.table.notes + ([f"Rows out of scope, not run here: {lit}."] if lit else [])
         parts += [*(f"- {n}" for n in notes), ""] if notes else []
@@ -129,9 +113,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
 
 
 def render(root: str | Path = "reproductions", out: str | Path = "RESULTS.md") -> list[str]:
-    """Write `out` and `root/RUNS.md` from `root`; returns the lines to print (what was
-    written, warnings). Raises `ReproductionsError` (one line) for a missing or unreadable
-    reference file."""
+    """Write `out`, `root/RUNS.md` and the figures; the lines to print (what, warnings)."""
     root, out = Path(root), Path(out)
     for stale in (root / FIGURES).glob("*.png"):  # every figure is drawn again or not kept
         stale.unlink()

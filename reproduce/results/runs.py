@@ -1,5 +1,5 @@
-"""reproductions/RUNS.md: every collected row (the one RESULTS.md shows and those it
-supersedes), the cells of no paper table, each run's protocol, and the campaign's state."""
+"""reproductions/RUNS.md: every collected row (shown or superseded), the cells of no paper
+table, each run's protocol, and the campaign's state."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from reproduce.results.blocks import (
     best_config,
     cell_facts,
     epochs_range,
-    kind,
     protocol_block,
     short_device,
     table,
@@ -47,7 +46,6 @@ def _link(run: Run) -> str:
 
 
 def every_row(shown: Sequence[Shown]) -> tuple[list[str], set[int]]:
-    """Per paper table, every candidate row of its cells; the ids of the summaries used."""
     lines, used = [], set()
     for s in shown:
         body = []
@@ -65,11 +63,9 @@ def every_row(shown: Sequence[Shown]) -> tuple[list[str], set[int]]:
 
 
 def other_cells(runs: Sequence[Run], used: set[int], paper: Mapping[str, Any]) -> list[str]:
-    """Cells of no paper table (another label setting, the constant predictor, another
-    experiment), each with its run's departures."""
     body = []
     for run in runs:
-        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        proto = (paper.get(run.experiment) or {}).get("protocol") or {}
         for summary in run.cells:
             if id(summary) in used:
                 continue
@@ -97,14 +93,13 @@ def run_sections(runs: Sequence[Run], paper: Mapping[str, Any], root: Path,
                       f"collected from `{run.collected.get('source', '?')}`; its rows and "
                       f"protocol are in RESULTS.md.", ""]
             continue
-        proto = (paper.get(kind(run)) or {}).get("protocol") or {}
+        proto = (paper.get(run.experiment) or {}).get("protocol") or {}
         lines += [f"Experiment `{run.experiment}`.", "", *protocol_block(run, proto)]
         lines += _curves(run, paper, root, run.name in shown_runs)
     return lines
 
 
 def _curves(run: Run, paper: Mapping[str, Any], root: Path, shown: bool) -> list[str]:
-    """The per-epoch curves of a run that collected them (LRGB), labelled as what they are."""
     programs = (run.history or {}).get("programs") or []
     metrics = (paper.get("lrgb") or {}).get("metrics") or {}
     panels = [(p, metrics.get((p.get("cell") or {}).get("dataset"), "metric"), None)
@@ -123,7 +118,6 @@ def _curves(run: Run, paper: Mapping[str, Any], root: Path, shown: bool) -> list
 
 
 def campaign(root: Path) -> list[str]:
-    """Where the reproduction campaign stands: cells under way, bundles, measured pace."""
     folder = root / "campaign"
     if not (folder / "plan.toml").exists():
         return []

@@ -1,8 +1,5 @@
-"""RESULTS.md's paper tables: per table of the paper, one row per cell it reports that this
-code runs (the models the authors' code runs, SWAN's variants), ours beside the paper's
-value. A row shows the best evidence among the collected runs for its cell: a run at the
-paper's full protocol if any, else the best reduced one; among several, the best mean
-validation metric (the protocol's own selection rule), never the test metric."""
+"""RESULTS.md's paper tables: one row per cell this code runs, ours beside the paper's,
+from the best evidence for it (`choose`)."""
 
 from __future__ import annotations
 
@@ -25,6 +22,7 @@ from reproduce.results.blocks import (
 )
 from reproduce.results.protocol import paper_cell_points
 from reproduce.results.store import Run
+from swan_jax.data.transfer import beta_matters
 
 NAMES = {"swan": "SWAN", "swan-learn": "SWAN-learn", "adgn": "ADGN", "gcn": "GCN",
          "gin": "GIN", "sage": "GraphSAGE", "gat": "GAT", "gps": "GPS", "graphcon": "GraphCON",
@@ -44,7 +42,6 @@ def name(key: Any) -> str:
 @dataclasses.dataclass(frozen=True)
 class Cell:
     """One cell of a paper table: its row labels, where our runs keep it, the paper's value."""
-
     labels: tuple[str, ...]
     experiment: str
     key: tuple
@@ -52,7 +49,7 @@ class Cell:
     paper: tuple[float, float | None] | None
     panel: str  # the figure's panel (a paper column) and the point's label in it
     point: str
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    train_ms: tuple | None = None  # the paper's (training, inference) ms per epoch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +63,6 @@ class Evidence:
 @dataclasses.dataclass
 class PaperTable:
     """A table (or figure) of the paper, as RESULTS.md shows it."""
-
     name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
     heading: str
     columns: tuple[str, ...]
@@ -79,9 +75,6 @@ class PaperTable:
     ylabel: str = ""
 
 
-# ======================================================================= the evidence
-
-
 def _validation_rank(summary: Mapping[str, Any]) -> float:
     val = summary.get("val_mean")
     if not compare.finite(val):
@@ -92,7 +85,7 @@ def _validation_rank(summary: Mapping[str, Any]) -> float:
 def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, Any]
            ) -> tuple[Evidence | None, list[Evidence]]:
     """(the row's evidence, every candidate): full protocol first, then the best mean
-    validation metric."""
+    validation metric (the protocol's own selection rule), never the test metric."""
     candidates = []
     for run, summary in found:
         points = paper_cell_points(cell.experiment, summary)
@@ -106,8 +99,6 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
     if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
         return ""
-    from swan_jax.data.transfer import beta_matters
-
     variant = run.config.get("data_variant") or (run.config.get("data_options") or {}).get(
         "variant") or "paper"
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
@@ -120,14 +111,6 @@ def departures(evidence: Evidence) -> str:
     return f"{text} ({evidence.note})" if evidence.note else text
 
 
-# ============================================================= ours and the verdict
-
-
-def _scaled(summary: Mapping[str, Any], metric: str, key: str = "test") -> tuple[float, float]:
-    factor = compare.scale(metric)
-    return factor * summary[f"{key}_mean"], factor * (summary.get(f"{key}_std") or 0.0)
-
-
 def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
           ) -> tuple[str, str, float]:
     """(ours, verdict, the value drawn) for one cell."""
@@ -138,7 +121,7 @@ def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
         return compare.mean_std(ours, summary.get("test_std"), metric), verdict, ours
     if cell.experiment == "graphprop":
         return _graphprop(cell, summary, constants.get(cell.key[0]))
-    mean, std = _scaled(summary, metric)
+    mean, std = (compare.scale(metric) * (summary.get(k) or 0.0) for k in ("test_mean", "test_std"))
     verdict = "–" if ref is None else compare.against_paper(mean, ref[0], ref[1], metric)[1]
     return compare.mean_std(mean, std, metric), verdict, mean
 
@@ -173,15 +156,6 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
     return out
 
 
-# =========================================================================== tables
-
-
-def _cells(experiment, labels_of, keys, metric_of, paper_of, panel_of, point_of, extra=None):
-    return [Cell(labels=labels_of(k), experiment=experiment, key=k, metric=metric_of(k),
-                 paper=paper_of(k), panel=panel_of(k), point=point_of(k),
-                 extra=(extra or (lambda k: {}))(k)) for k in keys]
-
-
 def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> PaperTable:
     spec, src = paper["transfer"], authors["source"]
 
@@ -189,9 +163,9 @@ def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> Pape
         ref = authors["values"].get(k[0], {}).get(str(k[1]), {}).get(k[2])
         return None if ref is None else (ref["mean"], ref.get("std"))
 
-    keys = list(itertools.product(*spec["expected"].values()))
-    cells = _cells("transfer", lambda k: (name(k[0]), str(k[1]), name(k[2])), keys,
-                   lambda k: "mse", reference, lambda k: k[0], lambda k: k[2])
+    cells = [Cell((name(t), str(d), name(m)), "transfer", (t, d, m), "mse",
+                  reference((t, d, m)), t, m)
+             for t, d, m in itertools.product(*spec["expected"].values())]
     return PaperTable(
         name="Figure 3: graph transfer", heading="Figure 3: graph transfer",
         columns=("Topology", "k", "Model"), cells=cells, figure="transfer.png", log=True,
@@ -250,15 +224,23 @@ ONE_POINT_NOTE = (
 GRAPHPROP_NOTES += [PLATEAU_NOTE, ONE_POINT_NOTE]
 
 
+def _graphprop_cell(spec, task, setting, model, labels) -> Cell:
+    return Cell(labels, "graphprop", (task, setting, model), "log10_mse",
+                tuple(spec["values"][model][task]), name(task), name(model))
+
+
+def _lrgb_cell(metric, value, dataset, model, labels) -> Cell:
+    return Cell(labels, "lrgb", (dataset, model), metric, tuple(value), name(dataset),
+                name(model))
+
+
 def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float, str]],
                     runs_link: Callable[[str], str]) -> PaperTable:
     spec = paper["graphprop"]
     setting = (spec.get("reported_labels") or ["paper"])[0]
     models = [m for m in spec["values"] if m in spec["expected"]["model"]]  # paper order
-    keys = [(task, setting, model) for model in models for task in spec["tasks"]]
-    cells = _cells("graphprop", lambda k: (name(k[2]), name(k[0])), keys,
-                   lambda k: "log10_mse", lambda k: tuple(spec["values"][k[2]][k[0]]),
-                   lambda k: name(k[0]), lambda k: name(k[2]))
+    cells = [_graphprop_cell(spec, t, setting, m, (name(m), name(t)))
+             for m in models for t in spec["tasks"]]
     floor = ", ".join(f"{name(t)} {v:.4f}" for t, (v, _) in constant.items())
     runs = ", ".join(dict.fromkeys(runs_link(r) for _, r in constant.values()))
     notes = list(GRAPHPROP_NOTES)
@@ -277,11 +259,8 @@ def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float
 
 def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
     spec = paper["lrgb"]
-    keys = [(d, m) for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
-    cells = _cells("lrgb", lambda k: (name(k[1]), name(k[0])), keys,
-                   lambda k: spec["metrics"][k[0]],
-                   lambda k: tuple(spec["values"][k[0]][k[1]]), lambda k: name(k[0]),
-                   lambda k: name(k[1]))
+    cells = [_lrgb_cell(spec["metrics"][d], spec["values"][d][m], d, m, (name(m), name(d)))
+             for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
     return PaperTable(
         name="Table 2: LRGB", heading=f"{spec.get('table', 'Table 2')}: long-range graph "
                                        "benchmark", columns=("Model", "Data set"),
@@ -294,14 +273,10 @@ def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
 def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
     spec, g, lr = paper["ablation"], paper["graphprop"], paper["lrgb"]
     setting = (g.get("reported_labels") or ["paper"])[0]
-    cells = _cells("graphprop", lambda k: (name(k[0]), name(k[2])),
-                   [(t, setting, m) for t in g["tasks"] for m in spec["graphprop_models"]],
-                   lambda k: "log10_mse", lambda k: tuple(g["values"][k[2]][k[0]]),
-                   lambda k: name(k[0]), lambda k: name(k[2]))
-    cells += _cells("lrgb", lambda k: (name(k[0]), name(k[1])),
-                    [(d, m) for d, variants in spec["lrgb"].items() for m in variants],
-                    lambda k: lr["metrics"][k[0]], lambda k: tuple(spec["lrgb"][k[0]][k[1]]),
-                    lambda k: name(k[0]), lambda k: name(k[1]))
+    cells = [_graphprop_cell(g, t, setting, m, (name(t), name(m)))
+             for t in g["tasks"] for m in spec["graphprop_models"]]
+    cells += [_lrgb_cell(lr["metrics"][d], spec["lrgb"][d][m], d, m, (name(d), name(m)))
+              for d, variants in spec["lrgb"].items() for m in variants]
     return PaperTable(
         name="Table 3: SWAN variants", heading=f"{spec.get('table', 'Table 3')}: SWAN "
                                                 "variants (ablation)",
@@ -339,16 +314,11 @@ def _ms(pair: tuple[Any, Any]) -> str:
 
 def scalability_table(paper: Mapping[str, Any]) -> PaperTable:
     spec = paper["node_classification"]
-    keys = [(d, m) for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
-
-    def reference(k):
-        return tuple(spec["values"][k[0]][k[1]]["score"])
-
-    cells = _cells("node_classification", lambda k: (name(k[1]), name(k[0])), keys,
-                   lambda k: spec["metrics"][k[0]], reference, lambda k: name(k[0]),
-                   lambda k: name(k[1]), lambda k: {"train_ms": (
-                       spec["values"][k[0]][k[1]]["train_ms"],
-                       spec["values"][k[0]][k[1]]["inference_ms"])})
+    values = spec["values"]
+    cells = [Cell((name(m), name(d)), "node_classification", (d, m), spec["metrics"][d],
+                  tuple(values[d][m]["score"]), name(d), name(m),
+                  (values[d][m]["train_ms"], values[d][m]["inference_ms"]))
+             for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
     return PaperTable(
         name="Scalability table (tab:additional_runtimes)",
         heading="Scalability table (tab:additional_runtimes): node classification",
@@ -368,13 +338,9 @@ def paper_tables(paper: Mapping[str, Any], authors: Mapping[str, Any],
             lrgb_table(paper), ablation_table(paper), scalability_table(paper)]
 
 
-# ======================================================================= rendering
-
-
 @dataclasses.dataclass
 class Shown:
     """A paper table's rows: per cell its evidence (None: not run) and every candidate."""
-
     table: PaperTable
     rows: list[tuple[Cell, Evidence | None, list[Evidence]]]
 
@@ -382,15 +348,9 @@ class Shown:
 def gather(tables: Sequence[PaperTable], paper: Mapping[str, Any],
            groups: Mapping[str, Sequence[Run]]) -> list[Shown]:
     found = {exp: cell_rows(groups.get(exp, []), key) for exp, key in CELL_KEYS.items()}
-    shown = []
-    for t in tables:
-        rows = []
-        for cell in t.cells:
-            proto = paper[cell.experiment].get("protocol") or {}
-            best, candidates = choose(cell, found[cell.experiment].get(cell.key, []), proto)
-            rows.append((cell, best, candidates))
-        shown.append(Shown(t, rows))
-    return shown
+    return [Shown(t, [(cell, *choose(cell, found[cell.experiment].get(cell.key, []),
+                                     paper[cell.experiment].get("protocol") or {}))
+                      for cell in t.cells]) for t in tables]
 
 
 def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
@@ -401,14 +361,14 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
     for cell, best, _ in shown.rows:
         ref = cell.paper
         theirs = "–" if ref is None else compare.mean_std(ref[0], ref[1], cell.metric)
-        if "train_ms" in cell.extra:
-            theirs += f"; {_ms(cell.extra['train_ms'])} ms"
+        if cell.train_ms:
+            theirs += f"; {_ms(cell.train_ms)} ms"
         if best is None:
             body.append([*cell.labels, theirs, "not run", "–", "", "", "", ""])
             points.append((cell.panel, cell.point, ref, None))
             continue
         ours, verdict, value = judge(cell, best.summary, values)
-        if "train_ms" in cell.extra:
+        if cell.train_ms:
             ours += f"; {_ms(_run_ms(best.run, best.summary))} ms"
         body.append([*cell.labels, theirs, ours, verdict, departures(best),
                      best.facts.converged, short_device(best.facts.device),

@@ -1,16 +1,7 @@
-"""The committed `reproductions/` folder: what one collected run holds, and reading it.
-
-    reproductions/
-      paper_values.json              the paper's numbers and protocols (the references)
-      <run>/results.json             a sweep's results, copied verbatim
-      <run>/config.toml              its resolved configuration, copied verbatim
-      <run>/collected.json           where it came from, per-program timings, notes
-      <run>/history.json             per-epoch curves of chosen runs (optional)
-      figures/*.png                  drawn by `render`
-
-A run folder is named after its experiment (`transfer`), or anything else given to
-`collect --as` (`lrgb-peptides-cpu`); `results.json` says which experiment it holds.
-"""
+"""The committed `reproductions/` folder: `paper_values.json` (the paper's numbers and
+protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
+`collected.json` (source, per-program timings, notes), optional `history.json` (curves),
+and `figures/*.png` (drawn by `render`); reading it."""
 
 from __future__ import annotations
 
@@ -39,17 +30,21 @@ RECORD_KEYS = {"program", "epochs", "name", "static", "runs", "metric", "num_par
 
 
 def cell_axes(record: Mapping[str, Any]) -> list[str]:
-    """The cell axes of a sweep record (every key a record has besides its own)."""
     return [k for k in record if k not in RECORD_KEYS]
 
 
+def matches(cell: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """Whether `record` is one of `cell`'s programs (it agrees on the cell's axes)."""
+    return all(cell.get(a) == record[a] for a in cell_axes(record) if a in cell)
+
+
 def current_records(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Records of this configuration: its epoch cap, and a cell that is summarised (a
-    results file keeps the records of earlier, different runs in the same folder)."""
+    """Records of this configuration (its epoch cap, a summarised cell): a results file
+    keeps the records of earlier, different runs in the same folder."""
     epochs = (results.get("config") or {}).get("epochs")
     cells = results.get("cells") or []
     return [r for r in results.get("records") or [] if r.get("epochs") == epochs
-            and any(all(c.get(a) == r[a] for a in cell_axes(r) if a in c) for c in cells)]
+            and any(matches(c, r) for c in cells)]
 
 
 class ReproductionsError(RuntimeError):
@@ -68,11 +63,7 @@ def read_json(path: Path) -> Any:
 
 @dataclasses.dataclass
 class Run:
-    """One collected run: its folder under `reproductions/` and what it holds.
-
-    `problems` lists what is missing or unreadable (shown in RESULTS.md, never fatal
-    unless the results themselves are unreadable).
-    """
+    """One collected run; `problems`: what is missing (shown, never fatal)."""
 
     name: str
     folder: Path
@@ -88,21 +79,17 @@ class Run:
 
     @property
     def cells(self) -> list[dict[str, Any]]:
-        return [c for c in self.results.get("cells") or [] if _finished(c)]
+        # a summary with a test mean (NaN when its programs all diverged: kept)
+        return [c for c in self.results.get("cells") or []
+                if isinstance(c.get("test_mean"), int | float)]
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        """The records of this configuration (`current_records`)."""
         return current_records(self.results)
 
     @property
     def machine(self) -> dict[str, Any]:
         return self.results.get("machine") or {}
-
-
-def _finished(cell: Mapping[str, Any]) -> bool:
-    """A summary with a test mean (a cell whose programs all diverged has NaN: kept)."""
-    return isinstance(cell.get("test_mean"), int | float)
 
 
 RUNTIME = "runtime"  # `reproduce.runtime`'s timings: no sweep, so no configuration file
@@ -133,8 +120,7 @@ def load_run(folder: Path) -> Run | None:
 
 
 def load_runs(root: Path) -> tuple[list[Run], list[str]]:
-    """Every run under `root` (sorted by folder name) and a line per folder without
-    results (an empty or half-collected folder)."""
+    """Every run under `root` by name, and a line per folder without results."""
     runs, empty = [], []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in RESERVED):
         run = load_run(folder)
@@ -148,7 +134,6 @@ def load_runs(root: Path) -> tuple[list[Run], list[str]]:
 
 
 def load_paper(root: Path) -> dict[str, Any]:
-    """`reproductions/paper_values.json` (the references every comparison needs)."""
     path = root / PAPER_FILE
     if not path.exists():
         raise ReproductionsError(f"{path}: missing; it holds the paper's values every "
