@@ -1,7 +1,8 @@
 """The message-passing baselines (`swan_jax.models.BASELINE_LAYERS`) are the PyG convolutions
 the SWAN authors' code runs: outputs against PyG's recorded ones on a graph with
 non-uniform degrees (`tests/make_baselines_fixture.py`), on the plain graph and on its
-slot layout at two slot widths, and the "torch" initialisation against PyG's ranges."""
+slot layout at two slot widths; the "torch" initialisation against PyG's ranges; no
+scatter in their compiled gradients on slots."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pytest
 
 import swan_jax as sj
 from swan_jax.models import BASELINE_LAYERS, MPNNStack
+from tests.conftest import PRODUCTION_COMPILE
 from tests.graphs import graph_from_edges
 from tests.make_baselines_fixture import FIXTURE, KINDS
+from tests.test_gather import hlo_has
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +104,22 @@ def test_an_unknown_init_is_refused_in_one_line():
         with pytest.raises(ValueError, match="unknown init 'xavier'"):
             MPNNStack(kind, 4, 1, weight_init="xavier").init(
                 jax.random.PRNGKey(0), graph, jnp.ones((2, 3)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_on_slots_no_layer_scatters_forward_or_backward(kind, recorded):
+    """On the slot layout the aggregations are gathers, in the gradient too (as SWAN's);
+    the plain graph's segment sums scatter, so the check can fail."""
+    def hlo(graph) -> str:
+        x = jnp.asarray(recorded["x"])
+        stack = MPNNStack(kind, 8, 2)
+        params = stack.init(jax.random.PRNGKey(0), graph, x)
+        grad = jax.jit(jax.grad(lambda p, x: jnp.sum(stack.apply(p, graph, x) ** 2),
+                                argnums=(0, 1)))
+        return grad.lower(params, x).compile(PRODUCTION_COMPILE).as_text()
+
+    n = recorded["x"].shape[0]
+    plain = graph_from_edges(recorded["senders"], recorded["receivers"], n)
+    slots = jax.tree_util.tree_map(jnp.asarray, sj.prepare_graph(plain, slot_width=2))
+    assert not hlo_has(hlo(slots), "scatter")
+    assert hlo_has(hlo(plain), "scatter")
