@@ -23,14 +23,15 @@ def _graph(seed=0, n=6):
 
 
 def _numpy_gcn(params, g, x):
-    """`D^-1/2 (A + I) D^-1/2 (X W + b)`, degrees counting the self-loop, dense."""
+    """`D^-1/2 (A + I) D^-1/2 X W + b` (PyG's `GCNConv`), degrees counting the self-loop,
+    dense."""
     n = x.shape[0]
     a = np.zeros((n, n))
     np.add.at(a, (np.asarray(g.receivers), np.asarray(g.senders)), 1.0)
     a_loop = a + np.eye(n)
     scale = 1.0 / np.sqrt(a_loop.sum(axis=1))
-    h = x @ np.asarray(params["kernel"]) + np.asarray(params["bias"])
-    return scale[:, None] * (a_loop @ (scale[:, None] * h))
+    h = x @ np.asarray(params["lin"]["kernel"])
+    return scale[:, None] * (a_loop @ (scale[:, None] * h)) + np.asarray(params["bias"])
 
 
 def test_update_equals_a_hand_written_numpy_step():
@@ -38,10 +39,10 @@ def test_update_equals_a_hand_written_numpy_step():
     dt, gamma, alpha = 0.3, 0.7, 0.4
     block = sj.GraphCONBlock(num_layers=3, epsilon=dt, gamma=gamma, alpha=alpha)
     params = block.init(jax.random.PRNGKey(1), g, x)["params"]
-    dense = params["GCNLayer_0"]["Dense_0"]
+    gcn = params["GCNLayer_0"]
     xn, yn = np.asarray(x, np.float64), np.asarray(x, np.float64)
     for _ in range(3):
-        yn = yn + dt * (np.maximum(_numpy_gcn(dense, g, xn), 0.0) - gamma * xn - alpha * yn)
+        yn = yn + dt * (np.maximum(_numpy_gcn(gcn, g, xn), 0.0) - gamma * xn - alpha * yn)
         xn = xn + dt * yn
     out = block.apply({"params": params}, g, x)
     assert out.shape == x.shape

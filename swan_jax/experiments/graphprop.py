@@ -260,7 +260,7 @@ class GraphProp(Experiment[GraphPropConfig]):
             def baseline_fn(hp: Mapping[str, Any]) -> nn.Module:
                 return Model(LinearEncoder(int(static["hidden"])),
                              MPNNStack(cell["model"], int(static["hidden"]),
-                                       int(static["num_layers"])),
+                                       int(static["num_layers"]), activation=nn.tanh),
                              PropReadout(level, cfg.final_leaky_relu))
 
             return baseline_fn

@@ -188,7 +188,8 @@ class Transfer(Experiment[TransferConfig]):
 
         def model_fn(hp):
             if model in BASELINES:
-                processor = MPNNStack(model, cfg.hidden, distance, activation=nn.tanh)
+                processor = MPNNStack(model, cfg.hidden, distance, activation=nn.tanh,
+                                      weight_init=cfg.init)
             else:
                 processor = self.swan_block(cfg, static, hp, variant=model,
                                             num_layers=distance)

@@ -43,12 +43,14 @@ def node_graph_index(graph: jraph.GraphsTuple, num_nodes: int) -> Array:
 INITS = ("flax", "torch")
 
 
-def dense(features: int, fan_in: int, init: str = "flax") -> nn.Dense:
+def dense(features: int, fan_in: int, init: str = "flax", *, name: str | None = None,
+          use_bias: bool = True) -> nn.Dense:
     """`nn.Dense` with Flax's initialisation (LeCun-normal kernel, zero bias) or, `init=
     "torch"`, PyTorch's `nn.Linear` default (kernel and bias uniform in +-1/sqrt(fan_in)),
-    which the authors' code ran with (it matters on graph transfer: RESULTS.md)."""
+    which the authors' code ran with (it matters on graph transfer: RESULTS.md); PyG's
+    `Linear` draws the same."""
     if init == "flax":
-        return nn.Dense(features)
+        return nn.Dense(features, use_bias=use_bias, name=name)
     if init != "torch":
         raise ValueError(f"unknown init {init!r}; valid: {', '.join(INITS)}")
     bound = 1.0 / math.sqrt(max(fan_in, 1))
@@ -56,7 +58,8 @@ def dense(features: int, fan_in: int, init: str = "flax") -> nn.Dense:
     def uniform(key: Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> Array:
         return jax.random.uniform(key, shape, dtype, -bound, bound)
 
-    return nn.Dense(features, kernel_init=uniform, bias_init=uniform)
+    return nn.Dense(features, use_bias=use_bias, kernel_init=uniform, bias_init=uniform,
+                    name=name)
 
 
 class MLP(nn.Module):
@@ -133,64 +136,114 @@ class SWANBlock(nn.Module):
         return out
 
 
-# --- message-passing baselines (the paper's Figure 3), one layer each ---------------
+# --- message-passing baselines (the paper's Figure 3 and Table 1), one layer each -------
+#
+# Each is the PyTorch Geometric convolution the authors' code runs (gravins/SWAN
+# `graph_transfer/models/gnn_model.py`, gravins/Anti-SymmetricDGN
+# `graph_prop_pred/models/dgn_GraphProp.py`): `GCNConv(C, C)`, `GINConv(Linear(C, C),
+# train_eps=True)`, `SAGEConv(C, C)`, `GATConv(C, C)`, PyG's defaults, tested against PyG's
+# outputs (`tests/test_baselines_pyg.py`). `weight_init="torch"` (the default) draws the
+# weights as those modules do at construction; `"flax"`: Flax's LeCun-normal kernels and
+# zero biases.
+
+
+def glorot(fan_in: int, fan_out: int) -> Callable[..., Array]:
+    """PyG's `inits.glorot`: uniform in `+-sqrt(6 / (fan_in + fan_out))`."""
+    bound = math.sqrt(6.0 / max(fan_in + fan_out, 1))
+
+    def init(key: Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> Array:
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return init
+
+
+def _kernel_init(weight_init: str, fan_in: int, fan_out: int) -> Callable[..., Array]:
+    """Glorot (`"torch"`: PyG's `Linear(weight_initializer='glorot')`) or LeCun-normal."""
+    if weight_init not in INITS:
+        raise ValueError(f"unknown init {weight_init!r}; valid: {', '.join(INITS)}")
+    return glorot(fan_in, fan_out) if weight_init == "torch" else nn.initializers.lecun_normal()
 
 
 class GCNLayer(nn.Module):
-    """Kipf & Welling: `D^-1/2 (A + I) D^-1/2 X W`, degrees counting the self-loop."""
+    """Kipf & Welling, PyG's `GCNConv(C, hidden)`: `D^-1/2 (A + I) D^-1/2 X W + b`, `[N, C]
+    -> [N, hidden]`, degrees counting the self-loop, the bias added after the propagation
+    (it reaches every node once, whatever its degree). `W` ("lin") Glorot-uniform, `b`
+    zeros. The one GCN of the package: the baselines, GraphCON's coupling and the
+    authors' GPS (`models.gpsconv`) use it."""
 
     hidden: int
+    weight_init: str = "torch"
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
-        h = nn.Dense(self.hidden)(x)
+        kernel_init = _kernel_init(self.weight_init, x.shape[-1], self.hidden)
+        h = nn.Dense(self.hidden, use_bias=False, kernel_init=kernel_init, name="lin")(x)
         layout = as_operator(graph)
         inv_sqrt = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype) + 1.0,
                                 0.5)
+        out = (layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
+               + h * (inv_sqrt ** 2)[:, None])
+        bias = self.param("bias", nn.initializers.zeros, (self.hidden,), x.dtype)
         # Stored once (slots): the activation after the layer and its derivative read it.
-        out: Array = layout.store(
-            layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
-            + h * (inv_sqrt**2)[:, None])
-        return out
+        stored: Array = layout.store(out + bias)
+        return stored
 
 
 class GINLayer(nn.Module):
-    """Xu et al.: `MLP((1 + eps) x_u + sum_v x_v)` with a learned eps."""
+    """Xu et al., PyG's `GINConv(Linear(C, hidden), train_eps=True)` as the authors build it:
+    `Linear((1 + eps) x_u + sum_v x_v)`, one `Linear` (`"nn"`, `nn.Linear`'s default init),
+    `eps` learned from 0."""
 
     hidden: int
+    weight_init: str = "torch"
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
-        eps = self.param("eps", nn.initializers.zeros, ())
-        neighbours = as_operator(graph).aggregate(x)
-        h = (1.0 + eps) * x + neighbours
-        return MLP((self.hidden, self.hidden))(h)
+        eps = self.param("eps", nn.initializers.zeros, (), x.dtype)
+        h = (1.0 + eps) * x + as_operator(graph).aggregate(x)
+        out: Array = dense(self.hidden, x.shape[-1], self.weight_init, name="nn")(h)
+        return out
 
 
 class SAGELayer(nn.Module):
-    """Hamilton et al. (mean aggregator): `W1 x_u + W2 mean_v x_v`."""
+    """Hamilton et al., PyG's `SAGEConv(C, hidden)` (mean aggregator, root weight):
+    `W_l mean_v x_v + b + W_r x_u`; `"lin_l"` (with the bias) reads the neighbour mean
+    (0 for a node without in-neighbours), `"lin_r"` the node; both `Linear`'s default
+    init (uniform in `+-1/sqrt(C)`, the bias too)."""
 
     hidden: int
+    weight_init: str = "torch"
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
         layout = as_operator(graph)
         inv = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype))
         neighbours = layout.aggregate(x, row_scale=inv)  # D^-1 A X: the neighbour mean
-        return nn.Dense(self.hidden)(x) + nn.Dense(self.hidden, use_bias=False)(neighbours)
+        fan_in = x.shape[-1]
+        lin_l = dense(self.hidden, fan_in, self.weight_init, name="lin_l")
+        root = dense(self.hidden, fan_in, self.weight_init, name="lin_r", use_bias=False)
+        out: Array = lin_l(neighbours) + root(x)
+        return out
 
 
 class GATLayer(nn.Module):
-    """Velickovic et al., one head, attention over in-neighbours and the node itself."""
+    """Velickovic et al., PyG's `GATConv(C, hidden)`: one head, attention over the
+    in-neighbours and the node itself (a self-loop added), logits
+    `leaky_relu(a_src . h_v + a_dst . h_u, 0.2)`, `h = X W`, the bias after the
+    aggregation. `W` ("lin"), `a_src`, `a_dst` Glorot-uniform (PyG's shapes `[C, hidden]`
+    and `[1, 1, hidden]`), the bias zeros."""
 
     hidden: int
+    weight_init: str = "torch"
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
-        h = nn.Dense(self.hidden, use_bias=False)(x)
-        a_src = nn.Dense(1, use_bias=False)(h)[:, 0]
-        a_dst = nn.Dense(1, use_bias=False)(h)[:, 0]
-        bias = self.param("bias", nn.initializers.zeros, (self.hidden,))
+        kernel_init = _kernel_init(self.weight_init, x.shape[-1], self.hidden)
+        att_init = _kernel_init(self.weight_init, 1, self.hidden)
+        h = nn.Dense(self.hidden, use_bias=False, kernel_init=kernel_init, name="lin")(x)
+        a_src = h @ self.param("att_src", att_init, (self.hidden, 1), x.dtype)[:, 0]
+        a_dst = h @ self.param("att_dst", att_init, (self.hidden, 1), x.dtype)[:, 0]
+        bias = self.param("bias", nn.initializers.zeros, (self.hidden,), x.dtype)
         layout = as_operator(graph)
         # Stored once (slots): the activation after the layer and its derivative read it.
         out: Array = layout.store(layout.attention(a_src, a_dst, h) + bias)
@@ -206,12 +259,14 @@ BASELINE_LAYERS: dict[str, type[nn.Module]] = {
 
 
 class MPNNStack(nn.Module):
-    """`num_layers` baseline layers of one kind with `activation` after each."""
+    """`num_layers` baseline layers of one kind with `activation` after each (the authors'
+    transfer and GraphProp models: tanh); `weight_init`: see the layers."""
 
     kind: str
     hidden: int
     num_layers: int
     activation: Callable[[Array], Array] = nn.relu
+    weight_init: str = "torch"
 
     @nn.compact
     def __call__(self, graph: Graph, x: Array) -> Array:
@@ -219,8 +274,9 @@ class MPNNStack(nn.Module):
             raise ValueError(
                 f"unknown baseline {self.kind!r}; valid baselines: {', '.join(BASELINE_LAYERS)}"
             )
+        layer = BASELINE_LAYERS[self.kind]
         for _ in range(self.num_layers):
-            x = self.activation(BASELINE_LAYERS[self.kind](self.hidden)(graph, x))
+            x = self.activation(layer(self.hidden, weight_init=self.weight_init)(graph, x))
         return x
 
 
@@ -240,9 +296,9 @@ class GraphCONBlock(nn.Module):
         X_{n+1} = X_n + dt Y_{n+1}
 
     from `X_0 = Y_0 = x` (the encoded input, as the authors' code starts). `F_theta` is
-    one `GCNLayer` (`coupling="gcn"`, `D^-1/2 (A + I) D^-1/2 X W + b`) or `GATLayer`
-    (`"gat"`) whose weights all layers share, as GraphCON's; `sigma` is ReLU by default
-    (the authors' GraphCON-GCN). Returns `X_L`. `epsilon`, `gamma`, `alpha` may be traced
+    one `GCNLayer` (`coupling="gcn"`, PyG's `GCNConv`: `D^-1/2 (A + I) D^-1/2 X W + b`)
+    or `GATLayer` (`"gat"`) whose weights all layers share, as GraphCON's; `sigma` is ReLU
+    by default (the authors' GraphCON-GCN). Returns `X_L`. `epsilon`, `gamma`, `alpha` may be traced
     scalars (a vmapped grid). Padding rows stay apart: every term is per node or a
     message along real edges.
     """

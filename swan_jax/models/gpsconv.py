@@ -11,7 +11,8 @@ encoding, no dropout. One `GPSConv` (PyG 2.3 to 2.8, `torch_geometric/nn/conv/gp
     H   = H_L + H_A
     X'  = Norm3(H + W2 ReLU(W1 H + b1) + b2)  W1: C -> 2C, W2: 2C -> C
 
-(`D` counts the self-loop; the GCN's bias is added after the propagation, as PyG's.)
+(`D` counts the self-loop; the GCN's bias is added after the propagation, as PyG's: the
+package's one GCN, `swan_jax.models.GCNLayer`.)
 `Norm` is PyG's `LayerNorm(C)` as `normalization_resolver('layer')` builds it: mode
 "graph", one mean and one spread over all nodes and channels of a group, then a learned
 per-channel scale and shift. `group` says which nodes the attention and the statistics
@@ -51,8 +52,7 @@ import jraph
 from jax.typing import DTypeLike
 
 from swan_jax.gps import dense_view, real_nodes
-from swan_jax.graph import as_operator, safe_inverse
-from swan_jax.models import INITS, dense, node_graph_index
+from swan_jax.models import INITS, GCNLayer, dense, node_graph_index
 
 Array = jax.Array
 GROUPS = ("batch", "graph")
@@ -129,28 +129,6 @@ class GraphLayerNorm(nn.Module):
         return out * scale + bias
 
 
-class GCNConv(nn.Module):
-    """PyG's `GCNConv(C, C)`: `D^-1/2 (A + I) D^-1/2 X W + b`, degrees counting the
-    self-loop, the bias after the propagation."""
-
-    hidden: int
-    weight_init: str = "torch"
-
-    @nn.compact
-    def __call__(self, graph: jraph.GraphsTuple, x: Array) -> Array:
-        kernel_init = (uniform(math.sqrt(6.0 / (x.shape[-1] + self.hidden)))
-                       if self.weight_init == "torch" else nn.initializers.lecun_normal())
-        h = nn.Dense(self.hidden, use_bias=False, kernel_init=kernel_init, name="lin")(x)
-        layout = as_operator(graph)
-        inv_sqrt = safe_inverse(layout.in_degree(num_nodes=x.shape[0], dtype=x.dtype) + 1.0,
-                                0.5)
-        out = (layout.aggregate(h, row_scale=inv_sqrt, neighbor_scale=inv_sqrt)
-               + h * (inv_sqrt ** 2)[:, None])
-        bias = self.param("bias", nn.initializers.zeros, (self.hidden,), x.dtype)
-        stored: Array = layout.store(out + bias)
-        return stored
-
-
 class GlobalAttention(nn.Module):
     """`torch.nn.MultiheadAttention(C, heads)` among the real nodes of the batch (`group=
     "batch"`) or of each graph (`"graph"`, over `swan_jax.gps.dense_view`); padding rows
@@ -194,7 +172,7 @@ class GPSConv(nn.Module):
     def __call__(self, graph: jraph.GraphsTuple, x: Array, real: Array) -> Array:
         c = x.shape[-1]
         local = GraphLayerNorm(self.group, name="norm1")(
-            graph, x + GCNConv(c, self.weight_init, name="conv")(graph, x), real)
+            graph, x + GCNLayer(c, weight_init=self.weight_init, name="conv")(graph, x), real)
         attention = GlobalAttention(self.heads, self.group, self.max_nodes,
                                     self.weight_init, name="attn")(graph, x, real)
         h = local + GraphLayerNorm(self.group, name="norm2")(graph, x + attention, real)
