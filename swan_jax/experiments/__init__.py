@@ -13,6 +13,7 @@
 - `runs`: `load_run(folder, run)` -> (model, variables, config) of a sweep's run;
   `open_run` / `export_run`, any program folder's best run opened or exported.
 - `predict`: `swan-predict`, a trained run's predictions for new graphs.
+- `estimate`: `--dry-run`'s time estimate from the paces the campaign recorded.
 - `report`: the table beside the paper, the default figure, the training curves
   (`plot_curves`); `curves` is their command (`swan-curves`), `results` a results
   folder's summary (`swan-results`).

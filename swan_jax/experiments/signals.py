@@ -61,10 +61,15 @@ def signal_name() -> str:
 
 
 def inside_jax(frame) -> bool:
-    """Whether the main thread's innermost Python frame is JAX's (compiling, dispatching,
-    waiting for a result): `frame` is the one a signal handler receives."""
-    module = frame.f_globals.get("__name__", "") if frame is not None else ""
-    return module.partition(".")[0] in DEFERRED_IN
+    """Whether the main thread is inside a call into JAX (compiling, dispatching, waiting
+    for a result): any frame of its stack is JAX's, not only the innermost, which may be
+    the standard library's (a `threading` wait) or a callback JAX runs. `frame` is the
+    one a signal handler receives."""
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] in DEFERRED_IN:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _resend(signum: int) -> None:

@@ -46,8 +46,8 @@ BASELINES: tuple[str, ...] = tuple(BASELINE_LAYERS)
 # (`swan_jax.models.gpsconv`, docs/gps.md): PyG's GPSConv with GCN inside, 2 heads, tanh,
 # attention and LayerNorm over the whole batch as their code calls it; its input carries
 # the real-node flag. GRAPHGPS, on request: GraphGPS (`swan_jax.gps`) with GIN inside, 4
-# heads, LapPE k = 8 in 16 channels, ReLU (the model Figure 3's GPS cells ran with before
-# 2026-11-28).
+# heads, LapPE k = 8 in 16 channels, ReLU (the model Figure 3's earlier GPS rows ran with,
+# relabelled graphgps in reproductions/).
 GPS, GRAPHGPS = "gps", "graphgps"
 GPS_MODELS: tuple[str, ...] = (GPS, GRAPHGPS)
 MODELS: tuple[str, ...] = VARIANTS + BASELINES + GPS_MODELS
