@@ -186,3 +186,19 @@ def test_a_window_s_cells_are_merged_as_that_device_s(tmp_path, straight):
     assert carry.progress_of(opts.carried, "transfer__line__1__gcn") == (0, 3)
     # taken once: the same window again brings nothing newer for that cell
     assert not any("carried" in line for line in merge_window(tmp_path / "window.tar", opts))
+
+
+def test_a_collected_file_holding_a_renamed_model_takes_new_cells(tmp_path):
+    """The committed campaign-transfer holds cells of models renamed since (their layer
+    changed: `gcn-biasbefore`); a new cell collected beside them keeps their results and
+    writes a config.toml the experiment can run (it crashed the collect before)."""
+    from swan_jax.experiments import transfer
+
+    cfg = transfer.EXPERIMENT.default_config()
+    assert gather._runnable(cfg, "models", ["gcn-biasbefore", "gcn", "gin-mlp2", "swan"]) \
+        == ("gcn", "swan")
+    merged = gather.merge_results(
+        {"config": {"models": ["gcn-biasbefore"]}, "cells": [{"model": "gcn-biasbefore"}]},
+        {"experiment": "transfer", "config": {"models": ["gcn"]}, "cells": [{"model": "gcn"}]},
+        ["model"], ["models"])
+    assert [c["model"] for c in merged["cells"]] == ["gcn-biasbefore", "gcn"]
