@@ -651,19 +651,26 @@ def test_dry_run_prints_an_estimate_or_says_none_is_recorded(tmp_path, capsys):
     from swan_jax.experiments.estimate import estimate_line
     from swan_jax.experiments.sweep import Program
 
-    costs = tmp_path / "reproductions" / "campaign" / "costs.json"
-    costs.parent.mkdir(parents=True)
-    costs.write_text(json.dumps({"programs": [
-        {"device": "cpu-2core", "experiment": "transfer", "program": "line/3/swan/program",
-         "runs": 4, "first_epoch_seconds": 10.0, "seconds_per_epoch": 0.5}]}))
+    done = tmp_path / "r" / "results.json"
+    done.parent.mkdir()
+    cpu = {"device": "cpu:0", "device_kind": "cpu"}
+    done.write_text(json.dumps({"experiment": "transfer", "records": [
+        {"name": "line/3/swan/program", "runs": [{}] * 4, "machine": cpu,
+         "first_epoch_seconds": 10.0, "seconds_per_epoch": 0.5},
+        {"name": "ring/3/swan/program", "runs": [{}] * 4, "machine": cpu,
+         "first_epoch_seconds": 10.0, "seconds_per_epoch": 0.0}]}))  # untimed: no pace
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"experiment": "graphprop", "records": [
+        {"name": "ring/3/swan/program", "runs": [{}], "machine": cpu,
+         "first_epoch_seconds": 1.0, "seconds_per_epoch": 1.0}]}))
     plan = [Program({}, {}, [], "x", "line/3/swan/program", tmp_path),
             Program({}, {}, [], "y", "ring/3/swan/program", tmp_path)]
-    line = estimate_line("transfer", plan, [8, 8], 11, path=costs, platform="cpu")
+    line = estimate_line("transfer", plan, [8, 8], 11, files=[other, done], platform="cpu")
     assert "at most 20 s for 1 of 2 program(s)" in line  # 10 + 10 x 0.5 x 8 / 4
-    assert "cpu-2core" in line and "costs.json" in line and "the other 1" in line
-    none = estimate_line("transfer", plan, [8, 8], 11, path=costs, platform="gpu")
-    assert "no pace is recorded" in none
-    assert transfer.main(ISSUE47_TRANSFER + ["--results-dir", str(tmp_path / "r"),
+    assert "recorded on cpu" in line and "the other 1" in line
+    none = estimate_line("transfer", plan, [8, 8], 11, files=[done], platform="gpu")
+    assert "no pace is recorded" in none and "accelerator" in none
+    assert transfer.main(ISSUE47_TRANSFER + ["--results-dir", str(tmp_path / "r2"),
                                              "--dry-run"]) == 0
     assert "# estimate: " in capsys.readouterr().out
 

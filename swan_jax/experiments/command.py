@@ -308,7 +308,7 @@ def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
     (`sweep.preflight`: output folders, the results file and --resume's settings,
     checkpoints, an implicit solver's batch size) is made here too, as the run makes it.
     Nothing is loaded, trained or written."""
-    from swan_jax.experiments.estimate import estimate_line
+    from swan_jax.experiments.estimate import estimate_line, results_files
     from swan_jax.experiments.records import ResultsFile
     from swan_jax.experiments.sweep import check_outputs, preflight
 
@@ -324,7 +324,8 @@ def dry_run(exp: Experiment, cfg: SweepConfig) -> int:
     runs = [len(p.grid) * len(cfg.seeds) for p in programs]
     print(f"# plan: {len(programs)} program(s), {sum(runs)} run(s) of up to {cfg.epochs} "
           f"epoch(s); nothing was run (--dry-run)")
-    print(estimate_line(exp.name, programs, runs, cfg.epochs))
+    print(estimate_line(exp.name, programs, runs, cfg.epochs,
+                        files=results_files(Path(cfg.results_dir))))
     return 0
 
 
