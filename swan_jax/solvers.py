@@ -31,7 +31,9 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
+import optimistix as optx
 from jax.typing import DTypeLike
 
 from swan_jax.config import SWANConfig
@@ -52,13 +54,31 @@ FIXED_STEP_SOLVERS: dict[str, Callable[[], Solver]] = {
     "midpoint": diffrax.Midpoint,
     "ralston": diffrax.Ralston,
 }
+# The linear solve inside each implicit stage's Newton iteration: GMRES, Jacobian-free
+# (one field JVP per Krylov vector), where diffrax's default (`VeryChord` with a dense LU)
+# materialises the `[n, n]` Jacobian of the whole state from `n` field evaluations and
+# reuses it across a step. On transfer line/3 (64 padded rows, 3 layers, kvaerno5) the
+# reused Jacobian made the root finds fail and the controller reject half the steps (37
+# steps, 18 rejected; Newton + GMRES: 3 steps, none rejected) and the forward solve went
+# 30x faster (BENCHMARKS.md, "Implicit solvers on a CPU"). Its tolerances only steer
+# each Newton step; Newton's own (`rtol`, `atol`: the controller's) decide convergence.
+KRYLOV = lx.GMRES(rtol=1e-4, atol=1e-8, restart=20, stagnation_iters=20, max_steps=100)
+
+
+def _newton_krylov(make: Callable[..., Solver]) -> Callable[[], Solver]:
+    """An implicit diffrax solver whose stages are solved by Newton with `KRYLOV` under the
+    step-size controller's tolerances (`_root_find_tolerances` sets them for fixed steps)."""
+    finder = diffrax.with_stepsize_controller_tols(optx.Newton)(linear_solver=KRYLOV)
+    return functools.partial(make, root_finder=finder)
+
+
 ADAPTIVE_SOLVERS: dict[str, Callable[[], Solver]] = {
     "bosh3": diffrax.Bosh3,
     "tsit5": diffrax.Tsit5,
     "dopri5": diffrax.Dopri5,
     "dopri8": diffrax.Dopri8,
-    "kvaerno3": diffrax.Kvaerno3,  # implicit, for stiff settings
-    "kvaerno5": diffrax.Kvaerno5,  # implicit, for stiff settings
+    "kvaerno3": _newton_krylov(diffrax.Kvaerno3),  # implicit, for stiff settings
+    "kvaerno5": _newton_krylov(diffrax.Kvaerno5),  # implicit, for stiff settings
 }
 SOLVERS: tuple[str, ...] = tuple(FIXED_STEP_SOLVERS) + tuple(ADAPTIVE_SOLVERS)
 ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
@@ -125,7 +145,8 @@ class SolverTooLarge(HintedError, ValueError):
 
 IMPLICIT_SOLVERS: tuple[str, ...] = tuple(
     name for name, make in ADAPTIVE_SOLVERS.items()
-    if issubclass(cast(type, make), diffrax.AbstractImplicitSolver))
+    if issubclass(make.func if isinstance(make, functools.partial) else cast(type, make),
+                  diffrax.AbstractImplicitSolver))
 PAD_ROWS = 64  # batches pad their nodes to a multiple of this (`data.batching.ROUND_TO`)
 
 
