@@ -130,10 +130,15 @@ class IntegratorConfig:
 DEFAULT_INTEGRATOR = IntegratorConfig()
 
 
-# Implicit solvers (kvaerno3/5) solve each stage with the dense Jacobian of the whole state
-# (`N * d` numbers per run): `[n, n]` floats, built by `n` evaluations of the field and
-# factorised at `n**3 / 3` flops. At 4096 numbers that is 64 MiB and seconds per step on a
-# CPU; a batch of 64 transfer graphs asked for hundreds of GB and never finished an epoch.
+# Implicit solvers (kvaerno3/5) solve their stages Jacobian-free (`KRYLOV`), but their
+# gradient does not: optimistix differentiates each stage's root find by the implicit
+# function theorem with a dense solve, the `[n, n]` Jacobian of the whole state (`N * d`
+# numbers per run) built by `n` evaluations of the field and factorised at `n**3 / 3`
+# flops, at every stage of every step (diffrax exposes no other). The cap is the largest
+# state whose training epoch stays usable on a 2-core CPU (BENCHMARKS.md, "Implicit
+# solvers on a CPU", measured by `python -m benchmarks.implicit`): transfer line/3 at the
+# default width (64 padded rows x 64 channels); a batch of 64 transfer graphs asked for
+# hundreds of GB and never finished an epoch.
 MAX_IMPLICIT_STATE = 4096
 
 
@@ -145,8 +150,7 @@ class SolverTooLarge(HintedError, ValueError):
 
 IMPLICIT_SOLVERS: tuple[str, ...] = tuple(
     name for name, make in ADAPTIVE_SOLVERS.items()
-    if issubclass(make.func if isinstance(make, functools.partial) else cast(type, make),
-                  diffrax.AbstractImplicitSolver))
+    if isinstance(make(), diffrax.AbstractImplicitSolver))
 PAD_ROWS = 64  # batches pad their nodes to a multiple of this (`data.batching.ROUND_TO`)
 
 
@@ -169,8 +173,9 @@ def check_implicit_plan(solver: str, *, batch_size: int, largest_graph: int, wid
         return
     fits = max((b for b in range(1, batch_size)
                 if implicit_fits(padded_nodes(b, largest_graph) * width)), default=0)
-    head = (f"{what}: solver {solver!r} is implicit (a dense Jacobian of the whole state "
-            f"per step) and takes states of at most {MAX_IMPLICIT_STATE:,} numbers; a batch "
+    head = (f"{what}: solver {solver!r} is implicit (its gradient factorises a dense "
+            f"Jacobian of the whole state at every stage) and takes states of at most "
+            f"{MAX_IMPLICIT_STATE:,} numbers; a batch "
             f"of {batch_size} graph(s) of up to {largest_graph} nodes x {width} channels "
             f"pads to {numbers:,} numbers")
     explicit = "or use an explicit solver ('tsit5', 'dopri5', or the fixed-step 'euler')"
@@ -194,7 +199,8 @@ def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> Non
     nodes, width = (shape[0], int(np.prod(shape[1:]))) if len(shape) > 1 else (n, 1)
     gib = n * n * itemsize / 2**30
     raise SolverTooLarge(
-        f"solver {name!r} is implicit: each step uses the dense Jacobian of the whole state, "
+        f"solver {name!r} is implicit: its gradient solves with the dense Jacobian of the "
+        f"whole state at every stage, "
         f"here {nodes:,} nodes x {width} channels = {n:,} numbers, a [{n:,}, {n:,}] matrix "
         f"({gib:,.1f} GiB per run) built from {n:,} evaluations of the field; implicit "
         f"solvers take states of at most {MAX_IMPLICIT_STATE:,} numbers "
