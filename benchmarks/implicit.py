@@ -10,6 +10,8 @@ out); run with `python -m benchmarks.implicit [--quick]`.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 import tempfile
@@ -29,8 +31,10 @@ def one(solver: str, width: int, folder: Path) -> dict:
     """One run's seconds per epoch (compile excluded) and wall time (compile included)."""
     res = folder / f"{solver}-{width}"
     start = time.perf_counter()
-    transfer.main([*TINY, "--solver", solver, "--hidden", str(width), "--results-dir",
-                   str(res), "--cache-dir", str(folder / "cache")])
+    with contextlib.redirect_stdout(io.StringIO()):  # the run's plan and table: not ours
+        status = transfer.main([*TINY, "--solver", solver, "--hidden", str(width),
+                                "--results-dir", str(res), "--cache-dir", str(folder / "c")])
+    assert status == 0, f"{solver} at width {width}: exit {status}"
     cell = json.loads((res / "results.json").read_text())["cells"][0]
     return {"solver": solver, "width": width, "state": 64 * width,
             "seconds_per_epoch": cell["seconds_per_epoch"],

@@ -12,6 +12,12 @@ cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
 `backsolve` adjoint go through `diffrax.diffeqsolve`, as does a caller's own step-size
 controller or `diffrax.SaveAt` (`solve(..., stepsize_controller=, saveat=)`).
 
+The implicit solvers (kvaerno3, kvaerno5) solve each stage by Newton's method with a
+Jacobian-free GMRES (`KRYLOV`, one field JVP per Krylov vector); their gradient still
+solves with the dense Jacobian of the whole state (optimistix's implicit-function
+adjoint), hence a cap on the state (`MAX_IMPLICIT_STATE`), checked at plan time
+(`check_implicit_plan`) and while tracing (`check_implicit_size`).
+
 A run-time failure is a `SolverError` that names the settings that fix it (`rtol`,
 `max_steps`, `solver`, ...), never a command-line flag: a command line renders the same
 error with its flags (`SolverError.render`).
