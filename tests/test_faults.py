@@ -439,10 +439,11 @@ def test_implicit_solvers_refuse_a_state_too_large_for_their_jacobian_before_com
 
 def test_a_tiny_implicit_training_runs_from_the_command(tmp_path):
     """Issue 47: a small implicit run trains (its stages solved Jacobian-free) instead of
-    never finishing its first epoch; kvaerno3, the cheaper of the two to compile."""
+    never finishing its first epoch: one layer (line/1), kvaerno3, cheap to compile."""
     res = tmp_path / "res"
-    argv = [*TINY_TRANSFER, "--solver", "kvaerno3", "--hidden", "4", "--epochs", "2",
-            "--seeds", "0", "--results-dir", str(res), "--cache-dir", str(tmp_path / "c")]
+    argv = [*TINY_TRANSFER, "--distance", "1", "--solver", "kvaerno3", "--hidden", "4",
+            "--epochs", "2", "--seeds", "0", "--results-dir", str(res), "--cache-dir",
+            str(tmp_path / "c")]
     assert transfer.main(argv) == 0
     cell, = json.loads((res / "results.json").read_text())["cells"]
     assert cell["epochs_completed"] == 2 and np.isfinite(cell["test_mean"])
