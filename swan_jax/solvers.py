@@ -12,6 +12,12 @@ cheap as a hand-written loop (benchmarks/solver.py). Adaptive stepping and the
 `backsolve` adjoint go through `diffrax.diffeqsolve`, as does a caller's own step-size
 controller or `diffrax.SaveAt` (`solve(..., stepsize_controller=, saveat=)`).
 
+The implicit solvers (kvaerno3, kvaerno5) solve each stage by Newton's method with a
+Jacobian-free GMRES (`KRYLOV`, one field JVP per Krylov vector); their gradient still
+solves with the dense Jacobian of the whole state (optimistix's implicit-function
+adjoint), hence a cap on the state (`MAX_IMPLICIT_STATE`), checked at plan time
+(`check_implicit_plan`) and while tracing (`check_implicit_size`).
+
 A run-time failure is a `SolverError` that names the settings that fix it (`rtol`,
 `max_steps`, `solver`, ...), never a command-line flag: a command line renders the same
 error with its flags (`SolverError.render`).
@@ -31,7 +37,9 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import lineax as lx
 import numpy as np
+import optimistix as optx
 from jax.typing import DTypeLike
 
 from swan_jax.config import SWANConfig
@@ -52,13 +60,31 @@ FIXED_STEP_SOLVERS: dict[str, Callable[[], Solver]] = {
     "midpoint": diffrax.Midpoint,
     "ralston": diffrax.Ralston,
 }
+# The linear solve inside each implicit stage's Newton iteration: GMRES, Jacobian-free
+# (one field JVP per Krylov vector), where diffrax's default (`VeryChord` with a dense LU)
+# materialises the `[n, n]` Jacobian of the whole state from `n` field evaluations and
+# reuses it across a step. On transfer line/3 (64 padded rows, 3 layers, kvaerno5) the
+# reused Jacobian made the root finds fail and the controller reject half the steps (37
+# steps, 18 rejected; Newton + GMRES: 3 steps, none rejected) and the forward solve went
+# 30x faster (BENCHMARKS.md, "Implicit solvers on a CPU"). Its tolerances only steer
+# each Newton step; Newton's own (`rtol`, `atol`: the controller's) decide convergence.
+KRYLOV = lx.GMRES(rtol=1e-4, atol=1e-8, restart=20, stagnation_iters=20, max_steps=100)
+
+
+def _newton_krylov(make: Callable[..., Solver]) -> Callable[[], Solver]:
+    """An implicit diffrax solver whose stages are solved by Newton with `KRYLOV` under the
+    step-size controller's tolerances (`_root_find_tolerances` sets them for fixed steps)."""
+    finder = diffrax.with_stepsize_controller_tols(optx.Newton)(linear_solver=KRYLOV)
+    return functools.partial(make, root_finder=finder)
+
+
 ADAPTIVE_SOLVERS: dict[str, Callable[[], Solver]] = {
     "bosh3": diffrax.Bosh3,
     "tsit5": diffrax.Tsit5,
     "dopri5": diffrax.Dopri5,
     "dopri8": diffrax.Dopri8,
-    "kvaerno3": diffrax.Kvaerno3,  # implicit, for stiff settings
-    "kvaerno5": diffrax.Kvaerno5,  # implicit, for stiff settings
+    "kvaerno3": _newton_krylov(diffrax.Kvaerno3),  # implicit, for stiff settings
+    "kvaerno5": _newton_krylov(diffrax.Kvaerno5),  # implicit, for stiff settings
 }
 SOLVERS: tuple[str, ...] = tuple(FIXED_STEP_SOLVERS) + tuple(ADAPTIVE_SOLVERS)
 ADJOINTS: tuple[str, ...] = ("recursive", "backsolve", "direct")
@@ -110,10 +136,15 @@ class IntegratorConfig:
 DEFAULT_INTEGRATOR = IntegratorConfig()
 
 
-# Implicit solvers (kvaerno3/5) solve each stage with the dense Jacobian of the whole state
-# (`N * d` numbers per run): `[n, n]` floats, built by `n` evaluations of the field and
-# factorised at `n**3 / 3` flops. At 4096 numbers that is 64 MiB and seconds per step on a
-# CPU; a batch of 64 transfer graphs asked for hundreds of GB and never finished an epoch.
+# Implicit solvers (kvaerno3/5) solve their stages Jacobian-free (`KRYLOV`), but their
+# gradient does not: optimistix differentiates each stage's root find by the implicit
+# function theorem with a dense solve, the `[n, n]` Jacobian of the whole state (`N * d`
+# numbers per run) built by `n` evaluations of the field and factorised at `n**3 / 3`
+# flops, at every stage of every step (diffrax exposes no other). The cap is the largest
+# state whose training epoch stays usable on a 2-core CPU (BENCHMARKS.md, "Implicit
+# solvers on a CPU", measured by `python -m benchmarks.implicit`): transfer line/3 at the
+# default width (64 padded rows x 64 channels); a batch of 64 transfer graphs asked for
+# hundreds of GB and never finished an epoch.
 MAX_IMPLICIT_STATE = 4096
 
 
@@ -125,7 +156,7 @@ class SolverTooLarge(HintedError, ValueError):
 
 IMPLICIT_SOLVERS: tuple[str, ...] = tuple(
     name for name, make in ADAPTIVE_SOLVERS.items()
-    if issubclass(cast(type, make), diffrax.AbstractImplicitSolver))
+    if isinstance(make(), diffrax.AbstractImplicitSolver))
 PAD_ROWS = 64  # batches pad their nodes to a multiple of this (`data.batching.ROUND_TO`)
 
 
@@ -148,8 +179,9 @@ def check_implicit_plan(solver: str, *, batch_size: int, largest_graph: int, wid
         return
     fits = max((b for b in range(1, batch_size)
                 if implicit_fits(padded_nodes(b, largest_graph) * width)), default=0)
-    head = (f"{what}: solver {solver!r} is implicit (a dense Jacobian of the whole state "
-            f"per step) and takes states of at most {MAX_IMPLICIT_STATE:,} numbers; a batch "
+    head = (f"{what}: solver {solver!r} is implicit (its gradient factorises a dense "
+            f"Jacobian of the whole state at every stage) and takes states of at most "
+            f"{MAX_IMPLICIT_STATE:,} numbers; a batch "
             f"of {batch_size} graph(s) of up to {largest_graph} nodes x {width} channels "
             f"pads to {numbers:,} numbers")
     explicit = "or use an explicit solver ('tsit5', 'dopri5', or the fixed-step 'euler')"
@@ -173,7 +205,8 @@ def check_implicit_size(name: str, shape: tuple[int, ...], itemsize: int) -> Non
     nodes, width = (shape[0], int(np.prod(shape[1:]))) if len(shape) > 1 else (n, 1)
     gib = n * n * itemsize / 2**30
     raise SolverTooLarge(
-        f"solver {name!r} is implicit: each step uses the dense Jacobian of the whole state, "
+        f"solver {name!r} is implicit: its gradient solves with the dense Jacobian of the "
+        f"whole state at every stage, "
         f"here {nodes:,} nodes x {width} channels = {n:,} numbers, a [{n:,}, {n:,}] matrix "
         f"({gib:,.1f} GiB per run) built from {n:,} evaluations of the field; implicit "
         f"solvers take states of at most {MAX_IMPLICIT_STATE:,} numbers "

@@ -423,18 +423,30 @@ def test_implicit_solvers_refuse_a_state_too_large_for_their_jacobian_before_com
     with pytest.raises(SolverTooLarge) as err:
         sj.solve(params, graph, x0, cfg, solver="kvaerno5")
     assert str(err.value) == (
-        "solver 'kvaerno5' is implicit: each step uses the dense Jacobian of the whole state, "
-        "here 300 nodes x 20 channels = 6,000 numbers, a [6,000, 6,000] matrix (0.1 GiB per "
-        "run) built from 6,000 evaluations of the field; implicit solvers take states of at "
-        "most 4,096 numbers (204 nodes at this width): use an explicit solver ('tsit5', "
-        "'dopri5', 'bosh3', or the fixed-step 'euler', 'heun') or fewer nodes per batch (a "
-        "smaller batch_size)")
+        "solver 'kvaerno5' is implicit: its gradient solves with the dense Jacobian of the "
+        "whole state at every stage, here 300 nodes x 20 channels = 6,000 numbers, a "
+        "[6,000, 6,000] matrix (0.1 GiB per run) built from 6,000 evaluations of the field; "
+        "implicit solvers take states of at most 4,096 numbers (204 nodes at this width): "
+        "use an explicit solver ('tsit5', 'dopri5', 'bosh3', or the fixed-step 'euler', "
+        "'heun') or fewer nodes per batch (a smaller batch_size)")
     # Out of steps on this state: the advice names only what runs on it.
     with pytest.raises(sj.SolverError) as err:
         sj.solve(params, graph, x0, cfg, solver="tsit5", rtol=1e-10, atol=1e-10, max_steps=1)
     first = str(err.value).splitlines()[0]
     assert first.endswith("or try a fixed-step solver such as 'euler' or 'heun'")
     assert "kvaerno" not in first
+
+
+def test_a_tiny_implicit_training_runs_from_the_command(tmp_path):
+    """Issue 47: a small implicit run trains (its stages solved Jacobian-free) instead of
+    never finishing its first epoch: one layer (line/1), kvaerno3, cheap to compile."""
+    res = tmp_path / "res"
+    argv = [*TINY_TRANSFER, "--distance", "1", "--solver", "kvaerno3", "--hidden", "4",
+            "--epochs", "2", "--seeds", "0", "--results-dir", str(res), "--cache-dir",
+            str(tmp_path / "c")]
+    assert transfer.main(argv) == 0
+    cell, = json.loads((res / "results.json").read_text())["cells"]
+    assert cell["epochs_completed"] == 2 and np.isfinite(cell["test_mean"])
 
 
 def test_an_implicit_solver_too_large_for_the_batch_is_one_line_from_the_command(tmp_path):

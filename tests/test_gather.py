@@ -264,7 +264,11 @@ def test_adjacency_codes_vmapped_per_run_give_each_named_adjacency(x64):
 # default Euler / recursive pair is the test above).
 @pytest.mark.parametrize("solver,adjoint,tol", [
     ("heun", "recursive", 1e-12), ("ralston", "backsolve", 1e-12),
-    ("dopri5", "direct", 1e-12), ("kvaerno3", "recursive", 1e-12),
+    ("dopri5", "direct", 1e-12),
+    # An implicit stage is Newton with GMRES (`solvers.KRYLOV`): where a Krylov solve stops
+    # follows round-off, so the paths agree within Newton's tolerance (rtol 1e-8; seen:
+    # 4e-11), not to round-off as with a dense LU.
+    ("kvaerno3", "recursive", 1e-9),
     # Adaptive steps of the continuous adjoint follow an error norm over the augmented state,
     # which holds the operators (per edge on one path, per slot on the other): the two
     # paths then agree to the solver's tolerance (rtol 1e-8), not to round-off.
