@@ -153,11 +153,31 @@ def test_a_cell_runs_by_its_experiment_s_command_and_is_collected(straight):
     assert not list(opts.carried.glob("*"))
 
 
+def deadline_after_epochs(work: Path, epochs: int):
+    """`loop.run_until` whose deadline comes once `work` holds `epochs` saved epochs."""
+    import signal
+    import subprocess
+
+    def run_until(argv, until, grace):
+        proc = subprocess.Popen(argv, env=loop.environment())
+        while proc.poll() is None and sum(
+                len(h.read_text().splitlines()) for h in work.rglob("history.jsonl")) < epochs:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=grace), False
+
+    return run_until
+
+
 def test_a_deadline_stops_a_cell_which_a_fresh_machine_finishes_identically(tmp_path,
-                                                                             straight):
+                                                                             straight,
+                                                                             monkeypatch):
     here = setup(tmp_path, "here", **SAVED)
-    here.until = time.time() + 25  # the compile, then some epochs
+    # the deadline as the loop meets it (SIGTERM to the cell's command), once a few epochs
+    # are saved: a wall-clock deadline found the compile unfinished on a loaded machine
+    monkeypatch.setattr(loop, "run_until", deadline_after_epochs(here.work, 3))
     lines = loop.run_campaign(here)
+    monkeypatch.undo()
     assert any(line.startswith("transfer/line/1/swan: unfinished") for line in lines)
     # a fresh machine: the tree (with the carried parts) but not the run folder
     shutil.rmtree(here.work)
