@@ -217,8 +217,12 @@ def test_a_collected_file_holding_a_renamed_model_takes_new_cells(tmp_path):
     cfg = transfer.EXPERIMENT.default_config()
     assert gather._runnable(cfg, "models", ["gcn-biasbefore", "gcn", "gin-mlp2", "swan"]) \
         == ("gcn", "swan")
+    old = {"model": "gcn-biasbefore", "program": "a81c", "epochs": 2000}
+    new = {**old, "model": "gcn"}  # the same program digest: the layer is not in it
     merged = gather.merge_results(
-        {"config": {"models": ["gcn-biasbefore"]}, "cells": [{"model": "gcn-biasbefore"}]},
-        {"experiment": "transfer", "config": {"models": ["gcn"]}, "cells": [{"model": "gcn"}]},
-        ["model"], ["models"])
+        {"config": {"models": ["gcn-biasbefore"]}, "cells": [{"model": "gcn-biasbefore"}],
+         "records": [old]},
+        {"experiment": "transfer", "config": {"models": ["gcn"]}, "cells": [{"model": "gcn"}],
+         "records": [new]}, ["model"], ["models"])
     assert [c["model"] for c in merged["cells"]] == ["gcn-biasbefore", "gcn"]
+    assert merged["records"] == [old, new]  # the renamed model's records kept

@@ -106,11 +106,15 @@ def run_name(cell: Cell, device_kind: str) -> str:
 def merge_results(old: Mapping[str, Any] | None, new: Mapping[str, Any],
                   axes: Sequence[str], selectors: Sequence[str]) -> dict[str, Any]:
     """`old` (committed) plus a finished sweep `new`: its cell summaries replace the same
-    cells', records are added once (by program and epoch cap), selectors are unioned."""
+    cells', records are added once (by program, epoch cap and cell), selectors are
+    unioned."""
     both = ([old] if old else []) + [new]
     cells = {json.dumps({a: c.get(a) for a in axes}, sort_keys=True): c
              for run in both for c in run.get("cells") or []}
-    records = {(r["program"], r["epochs"]): r for run in both for r in run.get("records") or []}
+    # the cell's axes in the key too: a renamed model's record (`gcn-biasbefore`) shares
+    # its program's digest with the new model's, which must not replace it
+    records = {json.dumps([r["program"], r["epochs"], *(r.get(a) for a in axes)]): r
+               for run in both for r in run.get("records") or []}
     config = dict(new["config"])
     for key in selectors:
         values = [v for run in both for v in ((run.get("config") or {}).get(key) or [])]
