@@ -226,3 +226,18 @@ def test_a_collected_file_holding_a_renamed_model_takes_new_cells(tmp_path):
          "records": [new]}, ["model"], ["models"])
     assert [c["model"] for c in merged["cells"]] == ["gcn-biasbefore", "gcn"]
     assert merged["records"] == [old, new]  # the renamed model's records kept
+
+
+def test_a_signal_during_a_collect_waits_for_it():
+    """SIGTERM while the loop collects or carries a cell: recorded, not raised (it
+    printed a traceback and left the collect to the next call), handlers restored."""
+    import os
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    arrived: list[int] = []
+    with loop.held(arrived):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+    assert arrived == [signal.SIGTERM, signal.SIGINT]
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -10,13 +10,14 @@ with `--executor slurm` every cell is a job at once, collected when all have end
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from reproduce.campaign import carry, gather, legacy
@@ -122,6 +123,19 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def held(arrived: list[int]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the block (a cell's collect or carry, which a
+    `KeyboardInterrupt` would leave half-written): each is recorded in `arrived`."""
+    previous = {s: signal.signal(s, lambda signum, frame: arrived.append(signum))
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def slurm_flags(slurm: SlurmOptions, run: Path) -> list[str]:
     """The experiment's flags that make the cell in `run` a SLURM job: its options in
     `<run>/slurm.toml`, submitit's logs in `<run>/submitit/`."""
@@ -187,10 +201,12 @@ def run_campaign(opts: Options) -> list[str]:
                 say(f"campaign: {cell.id} (priority {cell.priority})")
                 code, interrupted = run_until(command(cell, run, opts.reproductions),
                                               opts.until, opts.grace)
-                say(*settle(cell, run, opts), *([f"{cell.id}: its command exited with "
-                                                 f"status {code}"] if code not in (
-                                                     0, 130, 143, -9) else []))
-                if interrupted:
+                arrived: list[int] = []
+                with held(arrived):
+                    settled = settle(cell, run, opts)
+                say(*settled, *([f"{cell.id}: its command exited with status {code}"]
+                                if code not in (0, 130, 143, -9) else []))
+                if interrupted or arrived:
                     say("campaign: interrupted: no further cell starts")
                     break
         finally:
