@@ -118,3 +118,10 @@ def test_a_signal_after_the_run_is_written_does_not_kill_its_report():
         for s in signals.HANDLED:
             os.kill(os.getpid(), s)  # would end pytest (SIGTERM) or raise (SIGINT)
     assert {s: signal.getsignal(s) for s in signals.HANDLED} == before
+    try:  # a command's own process: ignored through its exit
+        with signals.finishing(until_exit=True):
+            pass
+        assert all(signal.getsignal(s) is signal.SIG_IGN for s in signals.HANDLED)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)

@@ -237,6 +237,7 @@ def log_background_errors(results_dir: Path) -> None:
 
 def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Run the experiment's command line; returns 0, or exits non-zero with one line."""
+    own_process = argv is None  # a command, not a caller in Python: it exits after this
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(exp, argv)
     if "--dry-run" in argv:
@@ -278,7 +279,7 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
         raise SystemExit(message) from None
     if not writes_files():  # a multi-host sweep's other processes: process 0 reports
         return 0
-    with signals.finishing():
+    with signals.finishing(until_exit=own_process):
         return _report(exp, cfg, outcome)
 
 

@@ -157,10 +157,11 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
 
 
 @contextlib.contextmanager
-def finishing() -> Iterator[None]:
+def finishing(*, until_exit: bool = False) -> Iterator[None]:
     """SIGINT and SIGTERM ignored inside the block: the run is complete and written, so
-    a signal while its table prints must not kill it with no word (exit -15). A no-op
-    outside the main thread."""
+    a signal while its table prints must not kill it with no word (exit -15). With
+    `until_exit` (a command's own process) they stay ignored through the interpreter's
+    exit, which tears JAX down for a second or more. A no-op outside the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -169,4 +170,5 @@ def finishing() -> Iterator[None]:
         yield
     finally:
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            if not until_exit:
+                signal.signal(s, handler)
