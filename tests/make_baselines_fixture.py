@@ -2,7 +2,7 @@
 the recorded outputs `tests/fixtures/baselines_pyg.npz` that `tests/test_baselines_pyg.py`
 holds `swan_jax.models.BASELINE_LAYERS` to (torch is no dependency of swan-jax).
 
-    /work/torchenv/bin/python tests/make_baselines_fixture.py      # rewrites the fixture
+    /work/torchenv/bin/python -m tests.make_baselines_fixture      # rewrites the fixture
 
 The layers (gravins/SWAN `graph_transfer/models/gnn_model.py` and gravins/Anti-SymmetricDGN
 `graph_prop_pred/models/dgn_GraphProp.py`): `GCNConv(C, D)`, `GINConv(Linear(C, D),
@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from tests.make_gps_fixture import save_fixture
 
 FIXTURE = Path(__file__).parent / "fixtures" / "baselines_pyg.npz"
 IN, OUT = 5, 7  # non-square: a transposed kernel fails
@@ -56,7 +58,6 @@ def authors_conv(kind: str, seed: int = 0):
 
 def main() -> None:
     import torch
-    import torch_geometric
 
     graph = fixture_graph()
     edge_index = torch.from_numpy(np.stack([graph["senders"], graph["receivers"]]))
@@ -67,11 +68,7 @@ def main() -> None:
             arrays[f"{kind}/out"] = conv(torch.from_numpy(graph["x"]), edge_index).numpy()
         for name, value in conv.state_dict().items():
             arrays[f"{kind}/w/{name}"] = value.detach().numpy().astype(np.float32)
-    arrays["torch_geometric"] = np.asarray(torch_geometric.__version__)
-    FIXTURE.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(FIXTURE, **arrays)
-    print(f"wrote {FIXTURE} ({FIXTURE.stat().st_size} bytes, torch_geometric "
-          f"{torch_geometric.__version__})")
+    save_fixture(FIXTURE, arrays)
 
 
 if __name__ == "__main__":

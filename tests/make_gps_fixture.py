@@ -4,7 +4,7 @@ outputs `tests/fixtures/gps_authors.npz` that `tests/test_gps.py` holds
 
     python3 -m venv /work/torchenv
     /work/torchenv/bin/pip install torch torch_geometric numpy
-    /work/torchenv/bin/python tests/make_gps_fixture.py      # rewrites the fixture
+    /work/torchenv/bin/python -m tests.make_gps_fixture      # rewrites the fixture
 
 The model is the authors' `GPS_Model` (gravins/SWAN, `graph_transfer/models/gnn_model.py`),
 built here from the same PyG modules at a small width: `Linear(1 -> C)`, per layer
@@ -120,20 +120,25 @@ def flax_params(state: Mapping[str, np.ndarray], layers: int, heads: int) -> dic
                        "readout": {"MLP_0": {"Dense_0": linear("readout")}}}}
 
 
-def main() -> None:
+def save_fixture(path: Path, arrays: Mapping[str, Any]) -> None:
+    """Write a recorded-outputs fixture, with the torch_geometric version that made it."""
     import torch_geometric
 
+    arrays = {**arrays, "torch_geometric": np.asarray(torch_geometric.__version__)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    print(f"wrote {path} ({path.stat().st_size} bytes, torch_geometric "
+          f"{torch_geometric.__version__})")
+
+
+def main() -> None:
     graphs = fixture_graphs()
     model = authors_gps()
     arrays = {**graphs, **{f"w/{k}": v for k, v in state_arrays(model).items()},
               "out_batch": run_authors(model, graphs, per_graph=False),
               "out_graph": run_authors(model, graphs, per_graph=True),
-              "layers": np.asarray(LAYERS), "heads": np.asarray(HEADS),
-              "torch_geometric": np.asarray(torch_geometric.__version__)}
-    FIXTURE.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(FIXTURE, **arrays)
-    print(f"wrote {FIXTURE} ({FIXTURE.stat().st_size} bytes, torch_geometric "
-          f"{torch_geometric.__version__})")
+              "layers": np.asarray(LAYERS), "heads": np.asarray(HEADS)}
+    save_fixture(FIXTURE, arrays)
 
 
 if __name__ == "__main__":
