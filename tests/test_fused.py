@@ -164,9 +164,11 @@ def test_ctrl_c_inside_a_block_keeps_the_blocks_before_and_resume_ends_the_same(
     _assert_same(whole, resumed)  # other blocks, the same bits
 
 
-def test_a_hook_that_stops_inside_a_block_saves_the_whole_block(tmp_path):
+def test_a_hook_that_stops_inside_a_block_saves_the_whole_block(tmp_path, monkeypatch):
     """A hook sees each epoch after its block; its Ctrl-C (the campaign's budget stop)
     saves the block's last epoch with every record of the block."""
+    # a block's length follows the measured pace; a loaded machine must not shorten it
+    monkeypatch.setattr(_fused, "BLOCK_SECONDS", 1e9)
     data = splits(line_swap_dataset())
     seen = []
 
