@@ -59,8 +59,11 @@ REPO = PACKAGE.parent
 REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "reproductions", "experiments",
                  "tests")
 # Where the project's own imports stand at module top (a function-level one hides a tie).
+# The two differential studies import swan_jax inside their steps: the authors' steps run
+# in a venv with torch and without JAX (tests/test_graphprop_differentials.py).
 TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproduce/runtime.py",
-                     "reproduce/jacobian.py", "reproduce/device.py")
+                     "reproduce/jacobian.py", "reproduce/device.py",
+                     "reproductions/_differential.py", "reproductions/graphprop-plateau")
 
 
 def _module_name(path: Path) -> str:
