@@ -29,21 +29,27 @@ hidden 20, 10 layers, one seed; train + validation + test) of a lone run and, pe
 of 8-run programs: 8 epsilons, and 4 epsilons x both adjacencies (the adjacency batched
 across runs), each in the layout the device gets by default (`_run_blocks.by_device`)
 and all vmapped at once (`run_block` 8, the layout before). Wall and CPU seconds,
-medians of `--repeat` rounds that alternate the programs; the authors' epoch is a column
-where `--authors-seconds` gives it (timed in a torch venv by `python -m
-reproductions.graphprop-differential.study authors`; torch is not a dependency here).
+medians of `--repeat` rounds that alternate the programs. With `--authors-python` (a
+Python with torch and torch_geometric; torch is not a dependency here) and `--ref` (a
+gravins/SWAN checkout), the authors' epoch on the same splits is one more program of
+every round: `benchmarks.reference_pytorch --graphprop-epochs` runs it in that Python,
+one epoch per round, so every ratio comes from one run.
 
     python -m benchmarks.epoch_anatomy --grid                       # full data
     python -m benchmarks.epoch_anatomy --grid --per-size 128,32,64  # a quarter
+    python -m benchmarks.epoch_anatomy --grid --authors-python TORCH_VENV/bin/python \\
+        --ref SWAN_CHECKOUT
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -324,8 +330,46 @@ def _grid_program(eps, adjacencies, block, per_size, folder: str):
     splits = exp.load_data(cfg, program.cell)
     tcfg = dataclasses.replace(train_config(exp, cfg, program, None), progress=False,
                                quiet=True)
+    np.savez(f"{folder}.npz", **{f"{name}_{field}": getattr(data, field)
+                                 for name, data in splits.items()
+                                 for field in ("nodes", "senders", "receivers", "n_node",
+                                               "n_edge")},
+             **{f"{name}_y": data.node_targets[:, 0] for name, data in splits.items()})
     return open_program(exp.model_fn(cfg, program.cell, program.static), splits, tcfg,
                         program.grid)
+
+
+class AuthorsEpochs:
+    """The authors' GraphProp epoch, timed in a torch interpreter
+    (`benchmarks.reference_pytorch --graphprop-epochs`), one epoch per call."""
+
+    def __init__(self, python: str, ref: Path, data: str):
+        swan = ref / "graph_property_prediction" / "models" / "swan.py"
+        self.process = subprocess.Popen(
+            [python, "-m", "benchmarks.reference_pytorch", "--ref", str(swan),
+             "--graphprop-epochs", data, "--threads", "2"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        self.patches = self._read()["patches"]
+
+    def _read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the authors' epochs ({self.process.args[0]}) ended early: "
+                             "see its error above")
+        return json.loads(line)
+
+    def epoch(self) -> tuple[float, float]:
+        assert self.process.stdin is not None
+        self.process.stdin.write("epoch\n")
+        self.process.stdin.flush()
+        timing = self._read()
+        return timing["wall_s"], timing["cpu_s"]
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def _grid_epoch(prog, state) -> tuple[float, float]:
@@ -337,24 +381,36 @@ def _grid_epoch(prog, state) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def grid(per_size: tuple[int, int, int], repeat: int, authors: float | None
-         ) -> dict[str, Any]:
+AUTHORS = "the authors' SWAN (torch, 2 threads)"
+
+
+def grid(per_size: tuple[int, int, int], repeat: int, authors: float | None,
+         authors_python: str | None = None, ref: Path | None = None) -> dict[str, Any]:
     """The `--grid` comparison (module docstring): per program, median wall and CPU
     seconds per run and their ratios to the lone run's, round by round."""
     with tempfile.TemporaryDirectory() as tmp:
         progs = {name: _grid_program(*spec, per_size, f"{tmp}/{i}")
                  for i, (name, spec) in enumerate(GRID_PROGRAMS.items())}
-        for prog, state in progs.values():
-            _grid_epoch(prog, state)  # compiles
-        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in progs}
+        timed = {name: functools.partial(_grid_epoch, *prog) for name, prog in progs.items()}
+        server = (AuthorsEpochs(authors_python, ref, f"{tmp}/0.npz")
+                  if authors_python and ref else None)
+        if server is not None:
+            timed = {AUTHORS: server.epoch, **timed}
+        for epoch in timed.values():
+            epoch()  # compiles (ours), warms up (theirs)
+        rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in timed}
         for _ in range(repeat):
-            for name, (prog, state) in progs.items():
-                wall, cpu = _grid_epoch(prog, state)
-                runs = len(state.stopped)
+            for name, epoch in timed.items():
+                wall, cpu = epoch()
+                runs = len(progs[name][1].stopped) if name in progs else 1
                 rounds[name].append((wall / runs, cpu / runs))
+        if server is not None:
+            server.close()
     lone = rounds["lone run"]
     out: dict[str, Any] = {"per_size": per_size, "load_average": os.getloadavg(),
                            "authors_epoch_s": authors, "programs": {}}
+    if server is not None:
+        out["authors_patches"] = server.patches
     for name, values in rounds.items():
         pairs = list(zip(values, lone, strict=True))
         out["programs"][name] = {
@@ -369,10 +425,11 @@ def grid_table(result: dict[str, Any]) -> str:
     authors = result["authors_epoch_s"]
     lone = result["programs"]["lone run"]["wall_s_per_run"]
     rows = ["| program | wall s per run | CPU s per run | x lone (wall) | x lone (CPU) |",
-            "|---|---|---|---|---|",
-            "| the authors' SWAN (torch, 2 threads) | "
-            + (f"{authors:.3g} ({authors / lone:.1f}x our lone run) | | | |" if authors
-               else "not measured: torch is not installed here (--authors-seconds) | | | |")]
+            "|---|---|---|---|---|"]
+    if AUTHORS not in result["programs"]:
+        rows.append(f"| {AUTHORS} | " + (
+            f"{authors:.3g} ({authors / lone:.1f}x our lone run) | | | |" if authors
+            else "not measured: no --authors-python (--authors-seconds) | | | |"))
     rows += [f"| {name} | {r['wall_s_per_run']:.3g} | {r['cpu_s_per_run']:.3g} | "
              f"{r['wall_ratio']:.2f} | {r['cpu_ratio']:.2f} |"
              for name, r in result["programs"].items()]
@@ -397,12 +454,25 @@ def main(argv=None) -> int:
                    help="--grid: GraphProp graphs per node count, train,val,test")
     p.add_argument("--authors-seconds", type=float, default=None,
                    help="--grid: the authors' epoch, timed in a torch venv")
+    p.add_argument("--authors-python", default=None,
+                   help="--grid: a Python with torch and torch_geometric that times the "
+                        "authors' epoch in every round (needs --ref)")
+    p.add_argument("--ref", type=Path, default=None,
+                   help="--grid: a gravins/SWAN checkout (with --authors-python)")
     args = p.parse_args(argv)
     if args.grid:
         sizes = tuple(int(v) for v in args.per_size.split(","))
         if len(sizes) != 3 or min(sizes) < 1:
             p.error(f"--per-size takes three positive numbers, got {args.per_size!r}")
-        result = grid(sizes, args.repeat, args.authors_seconds)  # type: ignore[arg-type]
+        if (args.authors_python is None) != (args.ref is None):
+            p.error("--authors-python and --ref go together: the Python with torch and "
+                    "the gravins/SWAN checkout it loads")
+        if args.ref is not None and not (args.ref / "graph_property_prediction" / "models"
+                                         / "swan.py").is_file():
+            p.error(f"--ref {args.ref}: no graph_property_prediction/models/swan.py there "
+                    "(give the root of a gravins/SWAN checkout)")
+        result = grid(sizes, args.repeat, args.authors_seconds,  # type: ignore[arg-type]
+                      args.authors_python, args.ref)
         print(json.dumps(result, indent=1, default=float))
         print(grid_table(result))
         return 0

@@ -13,6 +13,14 @@ graphs (hidden 128, 5 layers, graph-level head, BCE, Adam 1e-3):
   the same padded batches, and an epoch of `swan_jax.train.train` with the device
   pipeline), so every ratio comes from one run.
 
+`--graphprop-epochs DATA.npz` serves `benchmarks.epoch_anatomy --grid` instead: it builds
+the authors' GraphProp SWAN (hidden 20, 10 layers, one shared `W`, epsilon 0.1, gamma 0.1,
+beta 1, their default `AntiSymNaiveAggr`, node-level head; Adam 3e-3, batch 512) on the
+exported splits, then times one epoch (training, then validation and test without
+gradients) per line read from stdin and prints its wall and CPU seconds as one JSON line.
+The loop is the one of their `train_GraphProp.py` (zero_grad, forward, per-graph mean
+squared error averaged over the batch's graphs, backward, step).
+
 Run-time patches, printed with the results: the reference's non-learned SWAN calls
 `edge_weight.shape()` in `ConstrainedConv.message` and crashes; that one branch is
 replaced by the same computation with `edge_weight.dim()`. Where `torch_scatter` (no
@@ -153,6 +161,58 @@ def time_reference(module, splits, device: str, rounds: int) -> dict:
     return out
 
 
+def node_graphs(arrays: dict[str, np.ndarray], split: str):
+    """PyG `Data` objects of one split of an exported GraphProp file (node targets)."""
+    fields = {k: arrays[f"{split}_{k}"] for k in ("nodes", "senders", "receivers", "n_node",
+                                                  "n_edge")}
+    graphs = pyg_graphs({**fields, "graph_targets": np.zeros((len(fields["n_node"]), 1))})
+    offsets = np.concatenate([[0], np.cumsum(fields["n_node"])])
+    import torch
+
+    for g, data in enumerate(graphs):
+        data.y = torch.as_tensor(arrays[f"{split}_y"][offsets[g]:offsets[g + 1]],
+                                 dtype=torch.float32)
+    return graphs
+
+
+def serve_graphprop_epochs(module, data: Path, threads: int) -> None:
+    """One authors' GraphProp epoch per stdin line, its seconds as a JSON line (see above)."""
+    import torch
+    from torch_geometric.loader import DataLoader
+    from torch_geometric.utils import scatter
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    arrays = dict(np.load(data))
+    splits = {s: node_graphs(arrays, s) for s in ("train", "val", "test")}
+    model = module.SWAN(input_dim=splits["train"][0].x.shape[1], output_dim=1, hidden_dim=20,
+                        num_layers=10, epsilon=0.1, gamma=0.1, beta=1.0, activ_fun="tanh",
+                        graph_conv="AntiSymNaiveAggr", attention=False,
+                        node_level_task=True, weight_sharing=True, bias=True)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-6)
+    loaders = {s: DataLoader(g, batch_size=512, shuffle=s == "train") for s, g in splits.items()}
+
+    def loss_of(batch):
+        per_node = ((model(batch).view(-1) - batch.y.view(-1)) ** 2)
+        return scatter(per_node, batch.batch, reduce="mean").mean()
+
+    print(json.dumps({"ready": True, "patches": PATCHES}), flush=True)
+    for _ in sys.stdin:
+        wall, cpu = time.perf_counter(), time.process_time()
+        model.train()
+        for batch in loaders["train"]:
+            opt.zero_grad()
+            loss_of(batch).backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            for split in ("val", "test"):
+                for batch in loaders[split]:
+                    loss_of(batch)
+        print(json.dumps({"wall_s": time.perf_counter() - wall,
+                          "cpu_s": time.process_time() - cpu}), flush=True)
+
+
 def time_ours(quick: bool, epochs: int) -> dict:
     """swan-jax on the same device: its step (benchmark 1's) and a `train` epoch."""
     from benchmarks.common import interleaved, lrgb_model, peptide_batch, peptides_train
@@ -191,6 +251,10 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="epochs timed per model")
     p.add_argument("--quick", action="store_true", help="600 graphs per split (a smoke run)")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/reference_pytorch.json"))
+    p.add_argument("--graphprop-epochs", type=Path, default=None, metavar="DATA.npz",
+                   help="serve benchmarks.epoch_anatomy --grid: one authors' GraphProp epoch "
+                        "per stdin line (see above)")
+    p.add_argument("--threads", type=int, default=2, help="--graphprop-epochs: torch threads")
     args = p.parse_args(argv)
     if not args.ref.is_file():
         p.error(f"--ref {args.ref}: no such file (the authors' models/swan.py)")
@@ -199,6 +263,9 @@ def main(argv=None) -> int:
     except ImportError:
         p.error("torch and torch_geometric are needed for the reference (pip install torch "
                 "torch_geometric)")
+    if args.graphprop_epochs is not None:
+        serve_graphprop_epochs(load_reference(args.ref), args.graphprop_epochs, args.threads)
+        return 0
     arrays = _splits(args.data, args.quick)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     module = load_reference(args.ref)
