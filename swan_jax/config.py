@@ -4,9 +4,11 @@
 `beta`, `gamma`, `epsilon`, `adjacency`) are leaves, so one compiled program can serve
 (and `jax.vmap` can batch) configurations that differ only in those values; everything
 that changes shapes or code paths (`variant`, `num_layers`, `activation`, weight
-sharing) is static metadata. A traced choice (`adjacency`) is static as a name ("sym",
-"adj") and a leaf as its code (the declaration's `codes`, `ADJACENCY_CODES`): the two
-differ only in the values of `A_hat`, so one program can train both.
+sharing) is static metadata. A traced choice (`adjacency`) is held by its name when
+known ("sym", "adj": static) and by its code when traced (a leaf, one per run); below the
+configuration it has one form, its code (`adjacency_code`, `ADJACENCY_CODES`: 1 sym,
+0 adj), known or traced: the two differ only in the values of `A_hat`, so one program
+can train both.
 
 A grid point becomes a configuration in one place, `SWANConfig.from_point(point,
 **fixed)`: the point's SWAN settings (names, numbers or a run's traced numbers) and the
@@ -25,10 +27,13 @@ import jax
 import numpy as np
 
 from swan_jax.graph.protocol import ADJACENCIES as ADJACENCIES
+from swan_jax.graph.protocol import ADJACENCY_CODES as ADJACENCY_CODES
+from swan_jax.graph.protocol import AdjacencyCode
 from swan_jax.settings import (
     check_keywords,
     field_settings,
     grid_source,
+    known_choice,
     setting,
     traced_value,
 )
@@ -53,17 +58,10 @@ NO_PSI_VARIANTS: frozenset[str] = frozenset({"swan-beta0", "adgn"})
 
 def concrete_hparams(point: Mapping[str, Any]) -> dict[str, Any]:
     """One grid point as `model_fn`'s `hp` outside a traced program (building a model to
-    describe, count, export or predict with): numbers as float32 scalars, a traced
-    choice by its name, so the model holds the named (static) choice, whose values the
-    traced code selects bit for bit."""
-    out: dict[str, Any] = {}
-    for name, value in point.items():
-        if isinstance(value, str):
-            traced_value(name, value)  # the same refusal as training's
-            out[name] = value
-        else:
-            out[name] = np.float32(value)
-    return out
+    describe, count, export or predict with): the float32 numbers training traces, a
+    traced choice by its code (`traced_value`), known here, so the model selects the
+    choice statically, whose values the traced code selects bit for bit."""
+    return {name: np.float32(traced_value(name, value)) for name, value in point.items()}
 
 
 @grid_source  # its grid axes are any grid's: `train` checks them without importing it
@@ -75,8 +73,9 @@ class SWANConfig:
       variant: one of `VARIANTS` (docs/conventions.md table: swan, swan-learn, swan-ne,
         swan-learn-ne, swan-beta0, adgn).
       adjacency: `"sym"` for `A_hat = D^-1/2 A D^-1/2`, `"adj"` for `A_hat = A`; or
-        its code (`ADJACENCY_CODES`: 1 sym, 0 adj), a number that may be traced, so that
-        one program trains runs of both.
+        its code (`ADJACENCY_CODES`: 1 sym, 0 adj): a traced run's, so that one program
+        trains runs of both, is held as it is; a known one by its name. The field reads
+        it as its code, `adjacency_code`.
       beta: weight of the space-antisymmetric term Psi (ignored by swan-beta0, adgn).
       gamma: stabilising shift, the field uses `W - W^T - gamma I`.
       epsilon: step size; terminal time is `num_layers * epsilon`.
@@ -92,9 +91,10 @@ class SWANConfig:
     """
 
     variant: str = setting("swan", choices=VARIANTS, help="SWAN variant")
-    adjacency: str | float = setting("sym", choices=ADJACENCIES, codes=(1.0, 0.0),
-                                     grid=True, traced=True,
-                                     help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
+    adjacency: str | AdjacencyCode = setting("sym", choices=ADJACENCIES,
+                                             codes=tuple(ADJACENCY_CODES.values()),
+                                             grid=True, traced=True,
+                                             help="A_hat: sym (D^-1/2 A D^-1/2) or adj (A)")
     beta: float = setting(1.0, grid=True, traced=True,
                           help="weight of the space-antisymmetric term Psi")
     gamma: float = setting(0.1, grid=True, traced=True,
@@ -110,6 +110,7 @@ class SWANConfig:
 
     def __post_init__(self) -> None:
         check_keywords(self)
+        object.__setattr__(self, "adjacency", known_choice("adjacency", self.adjacency))
 
     @classmethod
     def from_point(cls, point: Mapping[str, Any], **fixed: Any) -> SWANConfig:
@@ -119,8 +120,8 @@ class SWANConfig:
 
         `point` is a grid point, as `train` gives it to `model_fn` (`hp`: a vmapped run's
         traced numbers) and with a program's static values beside (a `ChainMap`); its
-        other keys (`learning_rate`, `hidden`, ...) are not read. A traced choice is
-        taken as it comes: its name (a static program) or its code (a traced one).
+        other keys (`learning_rate`, `hidden`, ...) are not read. A traced choice may
+        come by its name (a static program's) or its code (a run's).
 
             SWANConfig.from_point({"epsilon": 0.5, "adjacency": "sym", "hidden": 64},
                                   variant="swan-learn", num_layers=4)
@@ -134,6 +135,14 @@ class SWANConfig:
             raise ValueError(f"{twice[0]} is given twice: by the grid point and by the "
                              f"caller; leave it out of one")
         return cls(**taken, **fixed)
+
+    @property
+    def adjacency_code(self) -> AdjacencyCode:
+        """The adjacency in its one form below the configuration, as the graph operations
+        take it (`graph.adjacency_hat`): its code, a Python float when known (one
+        operator computed), a traced run's array as it is."""
+        code: AdjacencyCode = traced_value("adjacency", self.adjacency)
+        return code
 
     @property
     def learned_operators(self) -> bool:
@@ -160,8 +169,6 @@ class SWANConfig:
 FIELDS = {name: spec for name, (_, _, spec) in field_settings(SWANConfig).items()}
 # The settings a grid may trace (leaves of the pytree): the grid axes of one program.
 TRACED_FIELDS: tuple[str, ...] = tuple(n for n, spec in FIELDS.items() if spec.traced)
-ADJACENCY_CODES: dict[str, float] = dict(zip(ADJACENCIES, FIELDS["adjacency"].codes or (),
-                                             strict=True))
 # Leaves always (numbers), and leaves when given as codes (traced choices, else names).
 _NUMBERS = tuple(n for n in TRACED_FIELDS if FIELDS[n].codes is None)
 _CHOICES = tuple(n for n in TRACED_FIELDS if FIELDS[n].codes is not None)

@@ -129,7 +129,7 @@ def build_operators(
     edge weights on a GraphsTuple, slot values on a `PreparedGraph`."""
     weights = learned_edge_weights(params, graph, x0, cfg) if cfg.learned_operators else None
     ops: EdgeOperators | SlotOperators = as_operator(graph).operators(
-        cfg.adjacency, weights, num_nodes=x0.shape[0], dtype=x0.dtype)
+        cfg.adjacency_code, weights, num_nodes=x0.shape[0], dtype=x0.dtype)
     return ops
 
 

@@ -64,7 +64,7 @@ class Setting:
         per run (a leaf of the configuration's pytree); without it an axis is static
         (one program per value: it changes shapes or code paths).
       codes: a traced choice's numbers, one per name of `choices` (`adjacency`: sym 1,
-        adj 0): what a grid's names become in a traced program (`traced_value`).
+        adj 0): its one form below the configuration (`traced_value`), known or traced.
     """
 
     help: str
@@ -528,13 +528,23 @@ def coded_choices() -> dict[str, dict[str, float]]:
             for name, (_, spec) in grid_axes().items() if spec.codes is not None}
 
 
-def traced_value(name: str, value: Any) -> float:
-    """A grid value as the number its traced hyper-parameter carries: a number as it is,
-    a name of a traced choice as its code (`adjacency`: sym 1, adj 0)."""
+def traced_value(name: str, value: Any) -> Any:
+    """A value of a traced setting as the number it is below the configuration: the one
+    place a traced choice's name becomes its code (`adjacency`: sym 1, adj 0). A number
+    comes back as a Python float, an array (a traced run's code) as it is."""
     if not isinstance(value, str):
-        return float(value)
+        return value if _array(value) and not _concrete_number(value) else float(value)
     codes = coded_choices().get(name)
     if codes is None or value not in codes:
         valid = f"one of {', '.join(codes)}" if codes else "a number"
         raise ValueError(f"grid value {name}={value!r} cannot be traced: it must be {valid}")
     return codes[value]
+
+
+def known_choice(name: str, value: Any) -> Any:
+    """A traced choice as a configuration holds it: by its name when known (a name, or a
+    concrete code such as a described run's), a traced run's code as it is."""
+    if isinstance(value, str) or not _concrete_number(value):
+        return value
+    names = {code: choice for choice, code in coded_choices()[name].items()}
+    return names[float(value)]

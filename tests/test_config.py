@@ -24,15 +24,17 @@ EXPERIMENTS = ROOT / "swan_jax" / "experiments"
 
 def test_the_traced_settings_are_the_declared_ones_and_the_pytree_leaves():
     """`traced=True` in a declaration makes a pytree leaf (a number always, a choice when
-    given as its code); every other setting is static metadata."""
+    traced, by its code); every other setting is static metadata."""
     assert config.TRACED_FIELDS == ("adjacency", "beta", "gamma", "epsilon")
     assert config.ADJACENCY_CODES == {"sym": 1.0, "adj": 0.0}
     assert coded_choices() == {"adjacency": {"sym": 1.0, "adj": 0.0}}
     named = sj.SWANConfig(beta=0.5, gamma=0.2, epsilon=0.3)
     assert jax.tree_util.tree_leaves(named) == [0.5, 0.2, 0.3]  # the name is static
-    coded = named.replace(adjacency=0.0)
-    assert jax.tree_util.tree_leaves(coded) == [0.5, 0.2, 0.3, 0.0]
-    for cfg in (named, coded):  # a round trip keeps every setting
+    known = named.replace(adjacency=0.0)  # a known code is held by its name
+    assert known.adjacency == "adj" and jax.tree_util.tree_leaves(known) == [0.5, 0.2, 0.3]
+    coded = named.replace(adjacency=jnp.asarray(0.0))  # a run's code: a leaf
+    assert jax.tree_util.tree_leaves(coded)[3] is coded.adjacency
+    for cfg in (named, known, coded):  # a round trip keeps every setting
         leaves, tree = jax.tree_util.tree_flatten(cfg)
         assert jax.tree_util.tree_unflatten(tree, leaves) == cfg
     # vmapped over every traced setting at once: one program, a config per run
@@ -102,8 +104,8 @@ def test_from_point_takes_the_points_swan_settings_and_the_fixed_ones():
     assert cfg == sj.SWANConfig(variant="swan-learn", adjacency="adj", gamma=0.2,
                                 epsilon=0.5, num_layers=4)
     assert point.read & set(point.values) == {"epsilon", "gamma", "adjacency"}
-    # a code, as a traced program carries it, is taken as it comes
-    assert sj.SWANConfig.from_point({"adjacency": 0.0}).adjacency == 0.0
+    # a code, as a run carries it: held by its name when known
+    assert sj.SWANConfig.from_point({"adjacency": np.float32(0.0)}).adjacency == "adj"
     with pytest.raises(ValueError, match=r"^num_layers is given twice: by the grid point "):
         sj.SWANConfig.from_point({"num_layers": 3}, num_layers=4)
     with pytest.raises(ValueError, match=r"^epsilon must be > 0, got -1\.0$"):
@@ -186,3 +188,47 @@ def test_the_integrators_defaults_are_written_once():
     assert {k: getattr(block, k) for k in defaults} == defaults
     nnx_keywords = inspect.signature(swan_nnx.SWANBlock.__init__).parameters
     assert {k: nnx_keywords[k].default for k in defaults} == defaults
+
+
+def test_the_adjacency_reaches_the_graph_operations_in_one_form():
+    """Every way in (a name through the Python API, a program's static name, a described
+    run's concrete code, a code) reaches the graph operations as one known code: one
+    program, which computes only the operator it selects; a traced code (runs of both
+    adjacencies in one program) computes both and selects each run's bit for bit."""
+    from tests.graphs import random_undirected
+
+    graph = random_undirected(np.random.default_rng(5), 6, isolated=1)
+    x0 = jnp.ones((6, 2))
+    base = sj.SWANConfig(num_layers=2)
+
+    def jaxpr(cfg):
+        return str(jax.make_jaxpr(lambda x: sj.field.build_operators({}, graph, x, cfg))(x0))
+
+    programs = {}
+    for name, code in config.ADJACENCY_CODES.items():
+        ways = [base.replace(adjacency=name), base.replace(adjacency=code),
+                sj.SWANConfig.from_point({"adjacency": name}, num_layers=2),
+                sj.SWANConfig.from_point(config.concrete_hparams({"adjacency": name}),
+                                         num_layers=2)]
+        assert {(w.adjacency, w.adjacency_code) for w in ways} == {(name, code)}
+        assert all(type(w.adjacency_code) is float for w in ways)  # known: static
+        assert len({jaxpr(w) for w in ways}) == 1, name
+        programs[name] = jaxpr(ways[0])
+    codes = jnp.asarray(list(config.ADJACENCY_CODES.values()))
+    traced = str(jax.make_jaxpr(jax.vmap(lambda c: sj.field.build_operators(
+        {}, graph, x0, base.replace(adjacency=c))))(codes))
+    # adj known computes no D^-1/2; sym known no selection; traced both and a selection
+    assert programs["adj"].count("pow") < programs["sym"].count("pow") == traced.count("pow")
+    assert programs["sym"].count("select_n") < traced.count("select_n")
+    batched = jax.vmap(lambda c: sj.field.build_operators({}, graph, x0,
+                                                          base.replace(adjacency=c)))(codes)
+    for i, name in enumerate(config.ADJACENCY_CODES):
+        known = sj.field.build_operators({}, graph, x0, base.replace(adjacency=name))
+        for a, b in zip(jax.tree_util.tree_leaves(batched), jax.tree_util.tree_leaves(known),
+                        strict=True):
+            assert np.array_equal(np.asarray(a)[i], np.asarray(b)), name
+    # below the configuration there is no name: one line saying what to pass
+    with pytest.raises(ValueError, match=r"^the graph operations take the adjacency's code"):
+        sj.graph.edge_operators(graph, 6, "sym")
+    with pytest.raises(ValueError, match=r"^an adjacency code must be 1 \(sym\) or 0 \(adj\)"):
+        sj.graph.edge_operators(graph, 6, 0.5)

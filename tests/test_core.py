@@ -40,7 +40,8 @@ def test_space_operators_are_exactly_antisymmetric_and_symmetric(seed, x64):
     for graph in (random_undirected(rng, 9, isolated=2), random_directed(rng, 7, 15)):
         n = int(graph.n_node.sum())
         for adjacency in sj.ADJACENCIES:
-            ops = sj.graph.edge_operators(graph, n, adjacency, dtype=jnp.float64)
+            ops = sj.graph.edge_operators(graph, n, sj.config.ADJACENCY_CODES[adjacency],
+                                          dtype=jnp.float64)
             A_hat = np.asarray(sj.graph.dense_operator(graph, ops.w_hat, n))
             A_tilde = np.asarray(sj.graph.dense_operator(graph, ops.w_tilde, n))
             S = A_tilde - A_tilde.T
@@ -63,7 +64,7 @@ def test_psi_edge_weight_is_difference_of_inverse_degrees_of_the_same_edge(x64):
     senders = [u for u, v in undirected] + [v for u, v in undirected]
     receivers = [v for u, v in undirected] + [u for u, v in undirected]
     graph = graph_from_edges(senders, receivers, 5)
-    ops = sj.graph.edge_operators(graph, 5, "sym", dtype=jnp.float64)
+    ops = sj.graph.edge_operators(graph, 5, 1.0, dtype=jnp.float64)  # sym
     S = np.asarray(sj.graph.dense_operator(graph, ops.w_tilde, 5))
     S = S - S.T
     deg = np.bincount(receivers, minlength=5)
@@ -76,7 +77,7 @@ def test_psi_edge_weight_is_difference_of_inverse_degrees_of_the_same_edge(x64):
 
 def test_isolated_and_padding_nodes_get_zero_weights_not_nan(x64):
     graph = graph_from_edges([0, 1], [1, 0], 4)  # nodes 2, 3 isolated
-    ops = sj.graph.edge_operators(graph, 4, "sym", dtype=jnp.float64)
+    ops = sj.graph.edge_operators(graph, 4, 1.0, dtype=jnp.float64)  # sym
     assert np.all(np.isfinite(ops.w_hat)) and np.all(np.isfinite(ops.w_tilde))
     cfg = sj.SWANConfig()
     params = make_params(cfg, 3)

@@ -121,6 +121,7 @@ def test_plain_graph_round_trips_and_prepared_graphs_serve_encoders_and_readouts
 # --- exact by construction ---------------------------------------------------------
 
 
+CODES = sj.config.ADJACENCY_CODES  # the graph operations take the adjacency's code
 jit_slot_operators = jax.jit(sj.graph.slot_operators, static_argnums=(1, 3))
 # Compiled once per graph shape: op by op, every small operation of a kernel compiles on
 # its own (hundreds of tiny programs per test, most of its time).
@@ -134,7 +135,8 @@ def slot_ops(pg, adjacency, learned: bool, dtype=jnp.float64):
     weights = None
     if learned:  # arbitrary positive per-pair weights, like a learned F
         weights = jnp.asarray(np.random.default_rng(3).uniform(0.1, 2.0, pg.num_pairs), dtype)
-    return jit_slot_operators(jax.tree_util.tree_map(jnp.asarray, pg), adjacency, weights, dtype)
+    return jit_slot_operators(jax.tree_util.tree_map(jnp.asarray, pg), CODES[adjacency],
+                              weights, dtype)
 
 
 @pytest.mark.parametrize("adjacency,learned", list(itertools.product(sj.ADJACENCIES,
@@ -162,8 +164,8 @@ def test_densified_operators_equal_the_edge_operators_exactly(adjacency, x64):
         n = int(graph.n_node.sum())
         for width in WIDTHS:
             pg = jax.tree_util.tree_map(jnp.asarray, prepared(graph, width))
-            ops = jit_slot_operators(pg, adjacency, None, jnp.float64)
-            edge = jit_edge_operators(graph, n, adjacency, dtype=jnp.float64)
+            ops = jit_slot_operators(pg, CODES[adjacency], None, jnp.float64)
+            edge = jit_edge_operators(graph, n, CODES[adjacency], dtype=jnp.float64)
             a_hat = np.asarray(jit_dense_operator(graph, edge.w_hat, n))
             a_tilde = np.asarray(jit_dense_operator(graph, edge.w_tilde, n))
             assert np.array_equal(np.asarray(jit_densify(pg, ops.phi)), a_hat + a_hat.T)
@@ -442,7 +444,7 @@ def test_mix_cotangent_is_one_concatenation_not_a_sum_of_padded_blocks(x64):
     column-slice form, whose transpose pads and sums each block (the slow CPU kernel)."""
     graph = jax.tree_util.tree_map(jnp.asarray, prepared(random_undirected(
         np.random.default_rng(26), 10)))
-    ops = sj.graph.slots.slot_operators(graph, "sym")
+    ops = sj.graph.slots.slot_operators(graph, CODES["sym"])
     values, transposed = (ops.phi, ops.psi), (ops.phi, ops.psi_t)
     rng = np.random.default_rng(27)
     y, bias = jnp.asarray(rng.normal(size=(10, 9))), jnp.asarray(rng.normal(size=3))
@@ -478,7 +480,7 @@ def test_unrolled_and_one_gather_slot_passes_agree(x64, monkeypatch, overflow):
     width = 2 if overflow else max_degree
     graph = jax.tree_util.tree_map(jnp.asarray, prepared(plain, slot_width=width))
     assert (graph.num_overflow > 0) == overflow and width >= 2
-    ops = sj.graph.slots.slot_operators(graph, "sym", dtype=jnp.float64)
+    ops = sj.graph.slots.slot_operators(graph, CODES["sym"], dtype=jnp.float64)
     rng = np.random.default_rng(29)
     y, bias = jnp.asarray(rng.normal(size=(12, 9))), jnp.asarray(rng.normal(size=3))
 

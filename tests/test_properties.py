@@ -307,7 +307,7 @@ def operator_matrices(adjacency: str, senders, receivers):
     """Dense `M - M^T` and `M + M^T` by aggregating the identity, and the dense operators."""
     graph = jraph.GraphsTuple(nodes=None, edges=None, senders=senders, receivers=receivers,
                               n_node=None, n_edge=None, globals=None)
-    ops = sj.graph.edge_operators(graph, PAD_NODES, adjacency)
+    ops = sj.graph.edge_operators(graph, PAD_NODES, sj.config.ADJACENCY_CODES[adjacency])
     eye = jnp.eye(PAD_NODES)
     return (sj.graph.antisymmetric_aggregate(graph, ops.w_tilde, eye),
             sj.graph.symmetric_aggregate(graph, ops.w_hat, eye),
@@ -445,7 +445,8 @@ def field_pair(variant: str, adjacency: str):
 
 @functools.partial(jax.jit, static_argnums=1)
 def slot_values(graph, adjacency: str):
-    ops = sj.graph.slot_operators(graph, adjacency, dtype=jnp.float64)
+    ops = sj.graph.slot_operators(graph, sj.config.ADJACENCY_CODES[adjacency],
+                                  dtype=jnp.float64)
     return ops.phi, ops.psi
 
 

@@ -13,6 +13,7 @@ from jax.typing import DTypeLike
 
 from swan_jax.analysis.trajectories import trajectory_from_steps
 from swan_jax.graph import aggregate, edge_operators, in_degree, plain_graph
+from swan_jax.graph.protocol import ADJACENCY_CODES
 
 Array = jax.Array
 
@@ -31,7 +32,7 @@ def laplacian_apply(graph: jraph.GraphsTuple, x: Array, kind: str = "sym") -> Ar
     ones = jnp.ones(graph.receivers.shape, x.dtype)
     deg = in_degree(graph, num_nodes, ones)
     if kind == "sym":
-        ops = edge_operators(graph, num_nodes, "sym", dtype=x.dtype)
+        ops = edge_operators(graph, num_nodes, ADJACENCY_CODES["sym"], dtype=x.dtype)
         return (deg > 0).astype(x.dtype)[:, None] * x - aggregate(graph, ops.w_hat, x)
     if kind == "combinatorial":
         return deg[:, None] * x - aggregate(graph, ones, x)

@@ -159,7 +159,7 @@ class GraphProp(Experiment[GraphPropConfig]):
     run_score_names = AUTHORS_SCORES
     Config = GraphPropConfig
     cell_axes = ("task", "labels", "model")
-    # The adjacency is traced (its code): a grid with both `A_hat` trains
+    # Not a static axis, the adjacency: a grid with both `A_hat` trains
     # them in one program (the paper grid's screen: 12 programs of 72 runs, not 24 of 36),
     # half the compilations and, on a GPU, where these small epochs are kernel launches,
     # half the device calls; a grid with one keeps it static, with the program as before.

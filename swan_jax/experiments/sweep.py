@@ -260,8 +260,9 @@ def grid_points(axes: Mapping[str, Sequence]) -> list[dict[str, Any]]:
 
 def _cell_programs(exp: Experiment, cfg: SweepConfig, cell: Cell) -> list[Program]:
     axes = exp.grid(cfg, cell)
-    # A named choice that can be traced (the adjacency) joins the runs of one program when
-    # the grid has several values; alone, it stays static: no per-run selection to pay.
+    # Where a traced choice (the adjacency) is known and where traced, decided here: with
+    # several values its runs join one program (a code per run); alone it stays static,
+    # its code known at trace time, so the program computes the one operator it selects.
     static_axes = {k: axes[k] for k in exp.static_axes_of(cfg, cell) if k in axes}
     static_axes.update({k: v for k, v in axes.items()
                         if k in coded_choices() and len(tuple(v)) == 1})

@@ -173,9 +173,9 @@ class Transfer(Experiment[TransferConfig]):
         """hp -> Linear encoder, `distance` SWAN steps or baseline layers, Linear readout.
 
         The SWAN block is built from the (traced) hyper-parameters (`swan_block`), so grid
-        points that differ in epsilon, gamma, beta, the learning rate or the adjacency (by
-        its code, `config.ADJACENCY_CODES`, where the grid has both, up to
-        `MERGED_MAX_DISTANCE`) share one program: on a GPU, where a transfer epoch is
+        points that differ in epsilon, gamma, beta, the learning rate or the adjacency
+        (where the grid has both, up to `MERGED_MAX_DISTANCE`) share one program: on a
+        GPU, where a transfer epoch is
         latency-bound, twice the runs per call cost little more than one program's; on 2
         CPU cores the epoch of both costs 4.5% more than two programs' (one compile
         fewer).

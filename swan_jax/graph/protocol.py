@@ -58,24 +58,35 @@ def safe_inverse(values: Array, power: float = 1.0) -> Array:
     return jnp.where(positive, safe ** (-power), 0.0)
 
 
-ADJACENCIES: tuple[str, ...] = ("sym", "adj")
+# `A_hat`'s choice in its one form below the configuration: a code, 1 for `sym`
+# (`D^-1/2 A D^-1/2`) and 0 for `adj` (`A`). The names are the user's (`SWANConfig`, the
+# command line, TOML); `settings.traced_value` turns a name into its code.
+ADJACENCY_CODES: dict[str, float] = {"sym": 1.0, "adj": 0.0}
+ADJACENCIES: tuple[str, ...] = tuple(ADJACENCY_CODES)
+AdjacencyCode: TypeAlias = float | Array  # known (a Python number) or traced (an array)
 
 
-def adjacency_hat(adjacency: str | float | Array, plain: Array, normalised: Callable[[], Array]
+def adjacency_hat(code: AdjacencyCode, plain: Array, normalised: Callable[[], Array]
                   ) -> Array:
     """`A_hat`'s weights from `plain` (the binary or learned `A`): `normalised()`
-    (`D^-1/2 A D^-1/2`) for `"sym"`, `plain` for `"adj"`.
+    (`D^-1/2 A D^-1/2`) for code 1 (sym), `plain` for code 0 (adj).
 
-    A number selects per run, 1 for sym and 0 for adj (`config.ADJACENCY_CODES`): traced,
-    it lets one compiled (and vmapped) program train both adjacencies. Both weights are
-    then computed and one is selected, bit for bit the weights of the named choice.
+    A code known at trace time (a Python number: a lone run, or a program of one
+    adjacency) selects statically, so only its weights are computed. An array (traced:
+    runs of both adjacencies batched in one program) computes both and selects per run,
+    bit for bit the weights of the known code.
+
+    Raises: `ValueError` for a name (the graph operations take its code,
+    `ADJACENCY_CODES`) or a known number other than 1 and 0.
     """
-    if isinstance(adjacency, str):
-        if adjacency not in ADJACENCIES:
-            raise ValueError(f"unknown adjacency {adjacency!r}; valid adjacencies: "
-                             f"{', '.join(ADJACENCIES)}")
-        return normalised() if adjacency == "sym" else plain
-    return jnp.where(jnp.asarray(adjacency) > 0.5, normalised(), plain)
+    if isinstance(code, jax.Array):
+        return jnp.where(code > 0.5, normalised(), plain)
+    if isinstance(code, str):
+        raise ValueError(f"the graph operations take the adjacency's code, not its name "
+                         f"{code!r}: ADJACENCY_CODES[{code!r}]")
+    if code not in ADJACENCY_CODES.values():
+        raise ValueError(f"an adjacency code must be 1 (sym) or 0 (adj), got {code!r}")
+    return normalised() if code == ADJACENCY_CODES["sym"] else plain
 
 
 class GraphOps(Protocol):
@@ -105,9 +116,9 @@ class GraphOps(Protocol):
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         """`deg(u) = sum_v A[u, v]`, the edges received by `u`: `[N]`."""
 
-    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: AdjacencyCode, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> Any:
-        """`A_hat`, `A_tilde` (`adjacency` "sym", "adj" or its code: `adjacency_hat`;
+        """`A_hat`, `A_tilde` (`adjacency` its code, known or traced: `adjacency_hat`;
         learned `F` from `pair_weights` `[pairs]`, else the binary adjacency), built once
         per solve, for `mix`."""
 

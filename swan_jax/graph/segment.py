@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import jraph
 from jax.typing import DTypeLike
 
-from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
+from swan_jax.graph.protocol import AdjacencyCode, Term, adjacency_hat, safe_inverse
 from swan_jax.graph.validation import check_edges_traced, validate_graphs_tuple
 
 if TYPE_CHECKING:  # shapes for the type checker and the reader; nothing at run time
@@ -54,7 +54,7 @@ def in_degree(graph: jraph.GraphsTuple, num_nodes: int,
 def edge_operators(
     graph: jraph.GraphsTuple,
     num_nodes: int,
-    adjacency: str | float | Array,
+    adjacency: AdjacencyCode,
     edge_weights: Array | None = None,
     dtype: DTypeLike = jnp.float32,
 ) -> EdgeOperators:
@@ -64,8 +64,8 @@ def edge_operators(
       graph: the graph; `edge_weights` default to 1 (the binary adjacency `A`),
         or are the learned `F` of SWAN-learn.
       num_nodes: static node count N.
-      adjacency: `"sym"` gives `A_hat = D^-1/2 A D^-1/2`, `"adj"` gives `A_hat = A`; a
-        number (1 sym, 0 adj, possibly traced) selects per run (`adjacency_hat`).
+      adjacency: its code: 1 (sym) gives `A_hat = D^-1/2 A D^-1/2`, 0 (adj) `A_hat = A`;
+        known, or traced to select per run (`adjacency_hat`).
 
     Returns:
       `EdgeOperators(w_hat [E], w_tilde [E])`.
@@ -149,7 +149,7 @@ class SegmentGraph:
     def in_degree(self, *, num_nodes: int, dtype: Any) -> Array:
         return in_degree(self.graph, num_nodes).astype(dtype)
 
-    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: AdjacencyCode, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> EdgeOperators:
         return edge_operators(self.graph, num_nodes, adjacency, pair_weights, dtype=dtype)
 

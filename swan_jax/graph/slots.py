@@ -24,7 +24,7 @@ from swan_jax.graph.prepared import (
     plain_graph,
     validate_prepared,
 )
-from swan_jax.graph.protocol import Term, adjacency_hat, safe_inverse
+from swan_jax.graph.protocol import AdjacencyCode, Term, adjacency_hat, safe_inverse
 
 Array = jax.Array
 
@@ -46,7 +46,7 @@ class SlotOperators(NamedTuple):
     psi_t: Array
 
 
-def slot_operators(graph: PreparedGraph, adjacency: str | float | Array,
+def slot_operators(graph: PreparedGraph, adjacency: AdjacencyCode,
                    pair_weights: Array | None = None,
                    dtype: DTypeLike = jnp.float32) -> SlotOperators:
     """The operators of `edge_operators` on a `PreparedGraph`, by gathers only.
@@ -158,7 +158,7 @@ class SlotGraph:
         del num_nodes
         return slot_adjacency(self.graph, dtype)[2]
 
-    def operators(self, adjacency: str | float | Array, pair_weights: Array | None = None, *,
+    def operators(self, adjacency: AdjacencyCode, pair_weights: Array | None = None, *,
                   num_nodes: int, dtype: Any) -> SlotOperators:
         del num_nodes
         return slot_operators(self.graph, adjacency, pair_weights, dtype=dtype)

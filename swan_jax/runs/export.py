@@ -105,8 +105,9 @@ def describe_models(model_fn, grid) -> dict[str, Any]:
     writes each grid point's `model_spec` into `run.json`, so `swan-predict` and
     `export_run` can open the run folder (sweeps describe their runs themselves).
 
-    `model_fn` is called once per grid point with its values as NumPy float32 scalars
-    (a traceable choice such as `adjacency` by its name: `config.concrete_hparams`).
+    `model_fn` is called once per grid point with its values as NumPy float32 scalars,
+    the numbers training traces (a traced choice such as `adjacency` by its code:
+    `config.concrete_hparams`).
     """
     points = []
     for point in grid:
