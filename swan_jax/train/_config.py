@@ -88,11 +88,11 @@ class TrainConfig:
     the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
     from which another epoch would overrun it, after a save (`TrainingInterrupted`).
     Several epochs per device call: on the device pipeline, short epochs (one training
-    call each, a metric summed on the device, no plateau schedule, `checkpoint_seconds`
-    > 0, a run of at least `_fused.MIN_FUSED_EPOCHS` epochs) run in blocks of about 2 s
-    (at most `_fused.MAX_EPOCHS_PER_CALL`), early stopping included, with the per-epoch
-    loop's rules and numbers to float tolerance (`_fused`); hooks, trackers and saves
-    follow at the end of each block.
+    call each, a metric summed on the device, no plateau schedule, a positive
+    `checkpoint_seconds`, a run of at least `_fused.MIN_FUSED_EPOCHS` epochs) run in
+    blocks of about 2 s (at most `_fused.MAX_EPOCHS_PER_CALL`), early stopping included,
+    with the per-epoch loop's rules and numbers to float tolerance (`_fused`); hooks,
+    trackers and saves follow at the end of each block.
     """
 
     # Each field is a declared setting (`swan_jax.settings`): its help, range and role are
