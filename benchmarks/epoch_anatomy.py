@@ -15,8 +15,8 @@ blocked on their results:
 - checkpointing: one orbax save of the program's state.
 
 The device's busy share is (steps + evaluation) / epoch wall time. Where an epoch is one
-training call (transfer, GraphProp), a longer `train` call with several epochs per device
-call (`TrainConfig.epochs_per_call`) gives the epoch's wall time that way too
+training call (transfer, GraphProp), a `train` call long enough to run several epochs per
+device call (`swan_jax.train.MIN_FUSED_EPOCHS`) gives the epoch's wall time that way too
 (`device_fused`). Results go to
 `benchmarks/results/epoch_anatomy.json` (or `--out`).
 
@@ -27,13 +27,14 @@ call (`TrainConfig.epochs_per_call`) gives the epoch's wall time that way too
 `--grid` instead prints, side by side from one process, a GraphProp "SSSP" epoch (SWAN
 hidden 20, 10 layers, one seed; train + validation + test) of a lone run and, per run,
 of 8-run programs: 8 epsilons, and 4 epsilons x both adjacencies (the adjacency batched
-across runs), each in the layout the device gets by default (`_run_blocks.by_device`)
-and all vmapped at once (`run_block` 8, the layout before). Wall and CPU seconds,
-medians of `--repeat` rounds that alternate the programs. With `--authors-python` (a
-Python with torch and torch_geometric; torch is not a dependency here) and `--ref` (a
-gravins/SWAN checkout), the authors' epoch on the same splits is one more program of
-every round: `benchmarks.reference_pytorch --graphprop-epochs` runs it in that Python,
-one epoch per round, so every ratio comes from one run.
+across runs), each in the layout the device chooses (`_run_blocks.by_device`; the
+layout before, all runs vmapped at once, is measured in BENCHMARKS.md "A grid on a
+CPU"). Wall and CPU seconds, medians of `--repeat` rounds that alternate the programs.
+With `--authors-python` (a Python with torch and torch_geometric; torch is not a
+dependency here) and `--ref` (a gravins/SWAN checkout), the authors' epoch on the same
+splits is one more program of every round: `benchmarks.reference_pytorch
+--graphprop-epochs` runs it in that Python, one epoch per round, so every ratio comes
+from one run.
 
     python -m benchmarks.epoch_anatomy --grid                       # full data
     python -m benchmarks.epoch_anatomy --grid --per-size 128,32,64  # a quarter
@@ -228,10 +229,10 @@ def _parts(work: Workload, pipeline: str, repeat: int) -> dict[str, float]:
 
 def _epochs(work: Workload, pipeline: str, epochs: int) -> dict[str, float]:
     """Median epoch wall time of a real `train` call, one epoch per call (epochs after
-    the first)."""
+    the first; fewer than `MIN_FUSED_EPOCHS` epochs do not fuse)."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dataclasses.replace(work.cfg, pipeline=pipeline, progress=False, epochs=epochs,
-                                  checkpoint_dir=tmp, epochs_per_call=1)
+                                  checkpoint_dir=tmp)
         result = train(work.model_fn, work.splits, cfg, work.grid)
     later = result.timings[1:] or result.timings
     return {"epoch_s": statistics.median(h["seconds"] for h in result.history[1:]
@@ -242,9 +243,9 @@ def _epochs(work: Workload, pipeline: str, epochs: int) -> dict[str, float]:
 
 
 def _fused_epochs(work: Workload, seconds: float) -> dict[str, Any] | None:
-    """Epoch wall time with several epochs per device call (`TrainConfig.epochs_per_call`,
-    its default), from a `train` call of about `seconds` after its compiling first blocks;
-    None where an epoch is more than one training call (nothing is fused)."""
+    """Epoch wall time with several epochs per device call, from a `train` call of about
+    `seconds` after its compiling first blocks; None where an epoch is more than one
+    training call (nothing is fused)."""
     from swan_jax.train import MIN_FUSED_EPOCHS, can_fuse
 
     prog_cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
@@ -306,16 +307,14 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-GRID_PROGRAMS = {  # name: (epsilons, adjacencies, run_block)
-    "lone run": ((0.1,), ("sym",), None),
-    "8 epsilons": ((0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01), ("sym",), None),
-    "8 epsilons, all vmapped": ((0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01), ("sym",), 8),
-    "4 epsilons x sym/adj": ((0.5, 0.1, 0.05, 0.01), ("sym", "adj"), None),
-    "4 epsilons x sym/adj, all vmapped": ((0.5, 0.1, 0.05, 0.01), ("sym", "adj"), 8),
+GRID_PROGRAMS = {  # name: (epsilons, adjacencies)
+    "lone run": ((0.1,), ("sym",)),
+    "8 epsilons": ((0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01), ("sym",)),
+    "4 epsilons x sym/adj": ((0.5, 0.1, 0.05, 0.01), ("sym", "adj")),
 }
 
 
-def _grid_program(eps, adjacencies, block, per_size, folder: str):
+def _grid_program(eps, adjacencies, per_size, folder: str):
     """A GraphProp program as the sweep builds it (one cell, one static point)."""
     from swan_jax.experiments.graphprop import EXPERIMENT as exp
     from swan_jax.experiments.sweep import train_config
@@ -324,8 +323,7 @@ def _grid_program(eps, adjacencies, block, per_size, folder: str):
     grid = {**cfg.grid, "hidden": (20,), "num_layers": (10,), "adjacency": adjacencies,
             "epsilon": eps, "gamma": (0.1,), "beta": (1.0,)}
     cfg = dataclasses.replace(cfg, grid=grid, seeds=(0,), per_size=per_size, epochs=3,
-                              checkpoint_dir=folder, progress=False, quiet=True,
-                              train=dataclasses.replace(cfg.train, run_block=block))
+                              checkpoint_dir=folder, progress=False, quiet=True)
     (program,) = exp.plan(cfg, exp.cells(cfg)[:1])
     splits = exp.load_data(cfg, program.cell)
     tcfg = dataclasses.replace(train_config(exp, cfg, program, None), progress=False,

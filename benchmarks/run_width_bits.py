@@ -1,6 +1,6 @@
 """Why `shard_runs` is not bit-identical to one device on XLA:CPU (issue 39): one run's
-numbers depend on how many runs share its vmapped program; and how `run_block` makes
-them the same bits.
+numbers depend on how many runs share its vmapped program; and how blocks of runs made
+them the same bits (the `run_block` setting, removed in issue 49: no result needed it).
 
 A two-layer tanh model's loss and gradient, `vmap`ped over `R = 8` runs that share their
 inputs `x [N, d]` (as a grid's runs share a batch), computed five ways on 4 simulated CPU
@@ -11,7 +11,7 @@ devices:
 - `one2`: one device, the first 2 runs alone (what device 0 holds);
 - `map`: `lax.map` over the runs (each run its own program of width 1), on one device and
   sharded;
-- `blocked`: `swan_jax.train.in_blocks` (`run_block=2`): on one device 4 vmapped blocks
+- `blocked`: `swan_jax.train.in_blocks` (blocks of 2): on one device 4 vmapped blocks
   of 2 runs one after another, sharded one block per device.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=4 python -m benchmarks.run_width_bits
@@ -31,11 +31,11 @@ than all of them), where width-1 programs (`map`) give up vmapping altogether.
 In the training test model (`tests/run_mesh_script.py`, Adam) width was not the only
 cause: with SGD, device 0's runs equalled the same runs trained alone, but with Adam no
 run equalled one device's, in blocks or not. The partitioned program simplifies Adam's
-bias correction otherwise (`swan_jax.train._optim.scale_by_adam`: the SPMD clean-up's
-CSE merges the per-run divisors' broadcasts of same-shape leaves before XLA's algebraic
-simplifier picks its rewrite of `(m / c) / (sqrt(v / c') + eps)`); with `run_block` the
-optimiser multiplies by the reciprocals, and every run's history and parameters are one
-device's, bit for bit.
+bias correction otherwise (the SPMD clean-up's CSE merges the per-run divisors'
+broadcasts of same-shape leaves before XLA's algebraic simplifier picks its rewrite of
+`(m / c) / (sqrt(v / c') + eps)`); with `run_block` the optimiser multiplied by the
+reciprocals (removed with it), and every run's history and parameters were one device's,
+bit for bit.
 """
 
 from __future__ import annotations

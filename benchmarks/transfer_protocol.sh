@@ -7,8 +7,8 @@
 #   OUT=runs/transfer_protocol bash benchmarks/transfer_protocol.sh
 #
 # Variants (VARIANTS, space-separated, in order; default "fused commandbuffers"):
-#   fused           the default: several epochs per device call (--epochs-per-call 64)
-#   per-epoch       one epoch per device call (--epochs-per-call 1): the baseline
+#   fused           the default: several epochs per device call (one per call before:
+#                   183 s on the H200, BENCHMARKS.md "Several epochs per device call")
 #   commandbuffers  fused, with XLA:GPU recording while loops and conditionals into CUDA
 #                   graphs too (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL): is an
 #                   11 ms epoch kernel launches?
@@ -49,9 +49,8 @@ for variant in ${VARIANTS:-fused commandbuffers}; do
     flags=() xla=${XLA_FLAGS:-}
     case $variant in
         fused) ;;
-        per-epoch) flags=(--epochs-per-call 1) ;;
         commandbuffers) xla="$xla --xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL" ;;
-        *) echo "unknown variant $variant (fused, per-epoch, commandbuffers)"; exit 2 ;;
+        *) echo "unknown variant $variant (fused, commandbuffers)"; exit 2 ;;
     esac
     work=$(mktemp -d)
     started=$(date +%s)

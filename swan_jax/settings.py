@@ -127,6 +127,25 @@ def spec_of(field: dataclasses.Field[Any]) -> Setting | None:
     return field.metadata.get("setting")
 
 
+@dataclasses.dataclass(frozen=True)
+class Retired:
+    """A setting that was removed, declared on its class's `RETIRED` mapping (name ->
+    `Retired`): its last default, which a configuration file written before may hold
+    and which then reads as before (it changed nothing), and `instead`, what does its
+    work now (or that nothing needs to): the one line that refuses any other value."""
+
+    default: Any
+    instead: str
+
+    def problem(self) -> str:
+        return f"is removed: {self.instead}"
+
+
+def retired(cls: type) -> dict[str, Retired]:
+    """The removed settings a class declares (`cls.RETIRED`; none without it)."""
+    return dict(getattr(cls, "RETIRED", {}))
+
+
 class SettingError(ValueError):
     """A value a setting does not accept.
 

@@ -13,18 +13,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def report_on_devices(module: str, out: Path, devices: int = 4, *,
-                      production: bool = False) -> dict[str, Any]:
-    """`python -m module out` with `devices` host-platform devices; its report.
-    `production`: compiled as a user's programs are (XLA's fusion emitters, every
-    optimisation), not with the suite's cheap compiles (`conftest.py`)."""
+def report_on_devices(module: str, out: Path, devices: int = 4) -> dict[str, Any]:
+    """`python -m module out` with `devices` host-platform devices; its report."""
     flags = os.environ.get("XLA_FLAGS", "").split()
-    if production:
-        flags = [f for f in flags if not f.startswith("--xla_cpu_use_fusion_emitters")]
     flags.append(f"--xla_force_host_platform_device_count={devices}")
     env = dict(os.environ, XLA_FLAGS=" ".join(flags), JAX_PLATFORMS="cpu")
-    if production:
-        env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "0"
     subprocess.run([sys.executable, "-m", module, str(out)], cwd=ROOT, env=env, check=True,
                    timeout=600)
     return json.loads(out.read_text())

@@ -1,7 +1,6 @@
 """The runs of a program split over 4 simulated devices (`shard_runs`), in a subprocess,
-against the same program on one device, vmapping every run at once and in blocks of 2
-(`run_block`); and the one-line refusals of runs that do not divide over the devices or
-into blocks, from `train` and from the command line.
+against the same program on one device; and the one-line refusal of runs that do not
+divide over the devices, from `train` and from the command line.
 
 Usage: XLA_FLAGS=--xla_force_host_platform_device_count=4 python -m tests.run_mesh_script OUT
 (the device count is fixed before JAX starts).
@@ -17,7 +16,7 @@ import jax
 import numpy as np
 
 import swan_jax as sj
-from swan_jax.train import RunBlockDoesNotDivide, TrainConfig, train
+from swan_jax.train import TrainConfig, train
 from swan_jax.train._run_mesh import RunMesh, RunsDoNotDivide
 from tests.train_script import line_swap_dataset, splits
 
@@ -29,7 +28,7 @@ GRID = tuple({"epsilon": e, "beta": b} for e in (0.1, 0.5) for b in (1.0, -1.0))
 def model_fn(hp):
     """`tests.train_script`'s model with one SWAN layer, not 3: where the runs sit (and
     whether they mix) does not depend on the depth, and the layers are unrolled in the
-    step, so each of the five programs, compiled as users' are, compiles faster."""
+    step, so each of the programs compiles faster."""
     cfg = sj.SWANConfig(num_layers=1, epsilon=hp["epsilon"], beta=hp["beta"])
     return sj.Model(sj.LinearEncoder(8), sj.SWANBlock(cfg), sj.NodeReadout((1,)))
 
@@ -63,12 +62,9 @@ def sweep_refusal(folder: Path) -> dict:
 def main(out: str) -> None:
     data = splits(line_swap_dataset(num_graphs=24))
     report = {"devices": jax.device_count()}
-    for block in (None, 2):  # the device pipeline
-        for shard in (False, True):
-            cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True,
-                              shard_runs=shard, run_block=block)
-            name = ("sharded" if shard else "single") + ("" if block is None else "_blocks")
-            report[name] = summary(train(model_fn, data, cfg, GRID))
+    for shard in (False, True):  # the device pipeline
+        cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True, shard_runs=shard)
+        report["sharded" if shard else "single"] = summary(train(model_fn, data, cfg, GRID))
     # the same sharded program with devices 1-3's runs changed: device 0's must not move
     other = GRID[:1] + tuple({"epsilon": 0.3, "beta": 0.5} for _ in GRID[1:])
     cfg = TrainConfig(epochs=3, batch_size=8, seeds=(0, 1), quiet=True, shard_runs=True)
@@ -78,11 +74,6 @@ def main(out: str) -> None:
                                           shard_runs=True, description="odd"), GRID[:2])
     except RunsDoNotDivide as err:
         report["refused"] = str(err)
-    try:  # 2 runs per device do not split into blocks of 4
-        train(model_fn, data, TrainConfig(epochs=1, seeds=(0, 1), quiet=True, shard_runs=True,
-                                          run_block=4, description="wide"), GRID)
-    except RunBlockDoesNotDivide as err:
-        report["refused_block"] = str(err)
     report["sweep_refused"] = sweep_refusal(Path(out).parent / "refused")
     # what the memory check weighs against one device: its share of the runs
     report["share"] = list(RunMesh(8).share(np.zeros((8, 3), np.float32)).shape)

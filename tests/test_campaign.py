@@ -133,7 +133,7 @@ def test_a_former_bundle_is_restored_as_a_run_folder_the_experiment_resumes(tmp_
 
 # every epoch its own call and checkpoint (the same compiled step in both runs): a
 # deadline always finds epochs saved
-SAVED = {"epochs": 150, "epochs_per_call": 1, "checkpoint_seconds": 0}
+SAVED = {"epochs": 150, "checkpoint_seconds": 0}
 
 
 @pytest.fixture(scope="module")

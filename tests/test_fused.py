@@ -4,6 +4,8 @@ wherever the blocks start and end; divergence, Ctrl-C, resume and hooks."""
 
 from __future__ import annotations
 
+import contextlib
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -23,10 +25,21 @@ def _short_runs_fuse(monkeypatch):
     monkeypatch.setattr(_fused, "MIN_FUSED_EPOCHS", 8)
 
 
+@contextlib.contextmanager
+def _blocks_of(most: int):
+    """Blocks of at most `most` epochs (0: none, the per-epoch loop): cut where the
+    measured pace, a deadline or an interruption might cut them."""
+    real = _fused.EpochBlocks.length
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_fused.EpochBlocks, "length", lambda self, epoch: min(real(self, epoch),
+                                                                         most))
+        yield
+
+
 def _train(data, grid, per_call: int, **settings):
-    cfg = TrainConfig(batch_size=4, progress=False, quiet=True, pipeline="device",
-                      epochs_per_call=per_call, **settings)
-    return train(model_fn, data, cfg, grid)
+    cfg = TrainConfig(batch_size=4, progress=False, quiet=True, pipeline="device", **settings)
+    with _blocks_of(per_call):
+        return train(model_fn, data, cfg, grid)
 
 
 def _records(result) -> list[dict]:
@@ -83,7 +96,7 @@ def _blocks(result) -> list[int]:
 ])
 def test_blocks_give_the_per_epoch_numbers_and_the_same_bits_however_they_are_cut(settings):
     data = splits(line_swap_dataset())
-    one = _train(data, GRID, 1, **settings)
+    one = _train(data, GRID, 0, **settings)
     with CompileCounter() as counter:
         fused = _train(data, GRID, 64, **settings)
     short = _train(data, GRID, 3, **settings)
@@ -114,8 +127,9 @@ def test_a_diverging_run_is_stopped_as_in_the_per_epoch_loop():
     cfg = dict(batch_size=4, progress=False, quiet=True, pipeline="device", epochs=16,
                on_divergence="stop_run")
     data = splits(line_swap_dataset())
-    one, fused = (train(_drift, data, TrainConfig(epochs_per_call=k, **cfg), grid)
-                  for k in (1, 64))
+    with _blocks_of(0):
+        one = train(_drift, data, TrainConfig(**cfg), grid)
+    fused = train(_drift, data, TrainConfig(**cfg), grid)
     _assert_close(one, fused)
     assert fused.runs[1]["diverged"] and not fused.runs[0]["diverged"]
     assert fused.runs[1]["epochs_run"] > 3
@@ -124,10 +138,10 @@ def test_a_diverging_run_is_stopped_as_in_the_per_epoch_loop():
 
 def test_a_divergence_raises_the_per_epoch_message(tmp_path):
     messages = []
-    for k in (1, 64):
-        cfg = TrainConfig(epochs=16, batch_size=4, progress=False, epochs_per_call=k,
+    for k in (0, 64):
+        cfg = TrainConfig(epochs=16, batch_size=4, progress=False,
                           checkpoint_dir=str(tmp_path / str(k)), pipeline="device")
-        with pytest.raises(TrainingDiverged) as err:
+        with _blocks_of(k), pytest.raises(TrainingDiverged) as err:
             train(_drift, splits(line_swap_dataset()), cfg, [{"learning_rate": 4e-3}])
         messages.append(str(err.value).replace(str(tmp_path / str(k)), "DIR"))
     assert messages[0] == messages[1] and "epoch 0," not in messages[0]
@@ -145,9 +159,12 @@ def test_ctrl_c_inside_a_block_keeps_the_blocks_before_and_resume_ends_the_same(
         return real(self, *args)
 
     cfg = TrainConfig(epochs=30, batch_size=4, progress=False, pipeline="device",
-                      checkpoint_dir=str(tmp_path), checkpoint_seconds=1e9, epochs_per_call=5)
+                      checkpoint_dir=str(tmp_path), checkpoint_seconds=1e9)
     # the resumed call has fewer epochs left than a run needs to fuse: it fuses all the same
     monkeypatch.setattr(_fused, "MIN_FUSED_EPOCHS", 25)
+    real_length = _fused.EpochBlocks.length
+    monkeypatch.setattr(_fused.EpochBlocks, "length",
+                        lambda self, epoch: min(real_length(self, epoch), 5))
     with monkeypatch.context() as mp:
         mp.setattr(_fused.EpochBlocks, "run", ctrl_c_in_the_fourth_block)
         with pytest.raises(TrainingInterrupted) as err:
@@ -213,13 +230,22 @@ def test_blocks_are_used_only_where_the_numbers_stay_the_same_and_they_pay():
     assert not fuses(pipeline="host")
     assert not fuses(pipeline="device", schedule="plateau")  # reads the float64 metric
     assert not fuses(pipeline="device", metric="ap")  # scored on the host
-    assert not fuses(pipeline="device", checkpoint_seconds=0)
-    assert not fuses(pipeline="device", epochs_per_call=1)
+    assert not fuses(pipeline="device", checkpoint_seconds=0)  # a save after every epoch
     assert not fuses(pipeline="device", epochs=7)  # too few to repay a block's compile
 
 
-def test_epochs_per_call_is_refused_outside_its_range():
-    for value in (0, 65):
-        with pytest.raises(ValueError,
-                           match=rf"epochs_per_call must be in \[1, 64\], got {value}"):
-            TrainConfig(epochs_per_call=value)
+def test_the_removed_epochs_per_call_reads_as_before_at_its_default_and_is_refused_otherwise():
+    """`epochs_per_call` is gone (a block's length follows its pace): an older config.toml
+    holding its default 64 loads as before; another value is refused in one line."""
+    from swan_jax.experiments import transfer
+    from swan_jax.experiments.config import from_dict
+    from swan_jax.settings import SettingError
+
+    exp = transfer.EXPERIMENT
+    assert from_dict(exp.Config, {"epochs_per_call": 64}) == exp.Config()
+    with pytest.raises(SettingError) as err:
+        from_dict(exp.Config, {"epochs_per_call": 1}, source="old.toml")
+    assert str(err.value) == (
+        "old.toml: epochs_per_call is removed: short epochs on the device pipeline run "
+        "several per call by themselves, in blocks of about 2 s; a run whose "
+        "checkpoint_seconds is 0 runs one per call")

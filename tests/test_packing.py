@@ -121,10 +121,6 @@ def test_memory_cut_follows_the_step_estimate(tmp_path: Path):
         assert len(packed) == parts
         assert list(cache.values()) == [int(budget_runs)]
         assert T.EXPERIMENT.packed_plan(limited, [RING], None, cache=cache) == packed
-        # how the runs are blocked does not move the cut (nor refuses the one-run estimate)
-        blocked = dataclasses.replace(limited, train=dataclasses.replace(limited.train,
-                                                                          run_block=2))
-        assert T.EXPERIMENT.packed_plan(blocked, [RING], lambda cell: splits) == packed
         assert T.EXPERIMENT.plan(limited, [RING]) == [program]  # plan alone: no data, no cut
 
 

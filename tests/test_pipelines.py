@@ -121,7 +121,7 @@ def test_validation_and_test_share_one_compiled_evaluation():
     data = line_swap_dataset(num_graphs=21)
     parts = {"train": data.subset(range(12)), "val": data.subset(range(12, 15)),
              "test": data.subset(range(15, 21))}
-    cfg = TrainConfig(epochs=2, batch_size=2, progress=False, epochs_per_call=1)
+    cfg = TrainConfig(epochs=2, batch_size=2, progress=False)  # one epoch per call
     assembled = []  # who traced a device batch assembly: the training chunk, the evaluation
     real_assemble = pipeline_module._assemble
 
@@ -217,7 +217,7 @@ def test_ctrl_c_saves_the_last_completed_epoch_between_time_budgeted_saves(tmp_p
 
     monkeypatch.setattr(_loop, "train_epoch", ctrl_c_in_the_third_epoch)
     cfg = TrainConfig(epochs=4, batch_size=4, progress=False, checkpoint_dir=str(tmp_path),
-                      checkpoint_seconds=1e9, epochs_per_call=1)  # fused: tests/test_fused.py
+                      checkpoint_seconds=1e9)  # one epoch per call; fused: tests/test_fused.py
     with pytest.raises(TrainingInterrupted) as err:
         train(model_fn, splits(line_swap_dataset()), cfg, GRID[:1])
     assert err.value.epochs_done == 2

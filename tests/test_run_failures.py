@@ -93,7 +93,7 @@ def test_ctrl_c_mid_epoch_prints_the_resume_command_and_resume_continues(
 
     monkeypatch.setattr(_loop, "train_epoch", interrupted_in_the_second_epoch)
     argv = [*TINY_TRANSFER, "--results-dir", str(tmp_path / "res"), "--cache-dir",
-            str(tmp_path / "cache"), "--epochs-per-call", "1"]  # Ctrl-C in an epoch's call
+            str(tmp_path / "cache")]  # 3 epochs, one per call: Ctrl-C in an epoch's call
     capsys.readouterr()
     assert exits(transfer.main, argv).code == 130
     err = capsys.readouterr().err

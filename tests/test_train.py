@@ -211,7 +211,7 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     runs = [(point, seed) for seed in (0, 1, 2)]
     assert fingerprint(cfg, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
     # placement is not identity; a setting that decides the numbers still is
-    sharded = TrainConfig(**{**cfg.__dict__, "shard_runs": True, "run_block": 3})
+    sharded = TrainConfig(**{**cfg.__dict__, "shard_runs": True})
     assert fingerprint(sharded, runs, {"program": "1c14b83717"}) == "774d20f04d93ec4e"
     other = TrainConfig(**{**cfg.__dict__, "batch_size": 32})
     assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
@@ -480,7 +480,7 @@ def test_ctrl_c_says_which_epochs_are_checkpointed_and_resume_says_where_it_cont
 
     monkeypatch.setattr(_loop, "train_epoch", interrupted_in_the_third_epoch)
     cfg = TrainConfig(epochs=4, batch_size=4, checkpoint_dir=str(tmp_path), progress=False,
-                      description="swap", epochs_per_call=1)  # blocks: tests/test_fused.py
+                      description="swap")  # one epoch per call; blocks: tests/test_fused.py
     with pytest.raises(TrainingInterrupted) as err:
         train(model_fn, data, cfg, GRID[:1])
     assert (err.value.epochs_done, err.value.checkpoint_dir) == (2, str(tmp_path))
@@ -507,6 +507,6 @@ def test_the_first_epochs_step_bar_has_a_total(monkeypatch):
 
     monkeypatch.setattr(_progress.Progress, "step_bar", spy)
     data = splits(line_swap_dataset())  # 16 training graphs, 4 per step
-    train(model_fn, data, TrainConfig(epochs=2, batch_size=4, progress=True, epochs_per_call=1),
-          GRID[:1])  # (a fused block has no step bar: its epochs take milliseconds)
+    train(model_fn, data, TrainConfig(epochs=2, batch_size=4, progress=True),
+          GRID[:1])  # (too few epochs to fuse; a fused block has no step bar)
     assert totals == [4, 4]

@@ -36,7 +36,7 @@ from swan_jax.experiments.config import (
     load_toml,
     script_name,
 )
-from swan_jax.experiments.hosts import RunBlockDoesNotDivide, RunsDoNotDivide, writes_files
+from swan_jax.experiments.hosts import RunsDoNotDivide, writes_files
 from swan_jax.experiments.locks import FolderInUse
 from swan_jax.experiments.sweep import ConfigT, Experiment, SweepRefused, SweepResult, run_sweep
 from swan_jax.runs.checkpoint import CheckpointError
@@ -257,7 +257,7 @@ def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
             outcome = run_sweep(exp, cfg)
     except (FileExistsError, SweepRefused, OutputPathError, StepTooLarge, FolderInUse,
             CheckpointError, OutputWriteError, SolverTooLarge, CheckpointConflict,
-            RunsDoNotDivide, RunBlockDoesNotDivide, ShapeMismatch) as err:
+            RunsDoNotDivide, ShapeMismatch) as err:
         raise SystemExit(error_message(exp, err)) from None
     except SolverError as err:  # before `Exception`: the last good checkpoint is kept
         raise SystemExit(solver_error_message(exp, err)) from None

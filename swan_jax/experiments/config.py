@@ -36,6 +36,7 @@ from swan_jax.config import SWANConfig
 from swan_jax.settings import (
     NONE,
     Kind,
+    Retired,
     Setting,
     SettingError,
     check,
@@ -43,6 +44,7 @@ from swan_jax.settings import (
     check_items,
     field_settings,
     kind_of,
+    retired,
     setting,
 )
 from swan_jax.solvers import IntegratorConfig
@@ -127,6 +129,26 @@ def schema(cls: type) -> dict[str, Entry]:
                 raise TypeError(f"{cls.__name__}: two settings are named {entry.name!r}")
             out[entry.name] = entry
     return out
+
+
+@functools.cache
+def retired_of(cls: type) -> dict[str, Retired]:
+    """The removed settings of a configuration class and of its groups (`TrainConfig`)."""
+    out = retired(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in GROUPS:
+            out.update(retired(GROUPS[f.name]))
+    return out
+
+
+def drop_retired(cls: type, values: dict[str, Any]) -> None:
+    """Remove from `values` the removed settings that hold their last default (an older
+    config.toml); refuse any other value of one (`SettingError`, its replacement)."""
+    for name, old in retired_of(cls).items():
+        if name in values:
+            value = values.pop(name)
+            if value != (NONE if old.default is None else old.default):
+                raise SettingError(name, old.problem(), value)
 
 
 def axes_of(cls: type) -> dict[str, Entry]:
@@ -319,6 +341,7 @@ def from_dict(cls: type[C], values: Mapping[str, Any], *, source: str = "config"
                                              f"{experiment!r}: run it with "
                                              f"{script_name(str(named))} --config {source}",
                                named)
+        drop_retired(cls, values)
         entries, axes = schema(cls), axes_of(cls)
         unknown = [k for k in values if k not in entries and k not in axes]
         if unknown:

@@ -21,10 +21,11 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from swan_jax.experiments.config import Entry, axes_of, schema
-from swan_jax.settings import NONE, SettingError, kind_of, parse_text
+from swan_jax.experiments.config import Entry, axes_of, retired_of, schema
+from swan_jax.settings import NONE, Retired, SettingError, kind_of, parse_text
 
 AXIS_PREFIX = "axis_"  # argparse dest of a grid axis: "axis_learning_rate"
+RETIRED_PREFIX = "retired_"  # argparse dest of a removed setting's (refusing) flag
 GROUP_TITLES = {"train": "training", "integrator": "integrator (swan_jax.solvers)",
                 "grid": "grid axes (comma-separated values: one run, or one program, each)",
                 None: "{label} settings", "io": "output and run control"}
@@ -106,6 +107,17 @@ def add_settings(parser: argparse.ArgumentParser, cls: type, defaults, *, label:
     for name, entry in axes_of(cls).items():
         default = defaults.grid.get(name, "not an axis unless given")
         add_flag(group("grid"), entry, default, dest=AXIS_PREFIX + name)
+    for name, old in retired_of(cls).items():  # hidden: refused in one line, if given
+        parser.add_argument("--" + name.replace("_", "-"), type=_refused(old),
+                            dest=RETIRED_PREFIX + name, help=argparse.SUPPRESS)
+
+
+def _refused(old: Retired):
+    """argparse `type=` of a removed setting's flag: refuses any value with its line."""
+    def refuse(text: str) -> Any:
+        raise argparse.ArgumentTypeError(f"this flag {old.problem()}")
+
+    return refuse
 
 
 def given(args: argparse.Namespace, cls: type) -> tuple[dict[str, Any], dict[str, tuple]]:

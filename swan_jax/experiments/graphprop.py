@@ -241,7 +241,7 @@ class GraphProp(Experiment[GraphPropConfig]):
         _, hp = stack_hparams(program.grid, cfg.seeds, cfg.train)
         predict = jax.jit(in_blocks(jax.vmap(lambda p, h, g: model_fn(h).apply(p, g),
                                              in_axes=(0, 0, None)),
-                                    (True, True, False), cfg.run_block))  # as training's
+                                    (True, True, False)))  # training's layout
         scores: list[dict[str, float]] = [{} for _ in result.runs]
         for split, name in zip(("val", "test"), AUTHORS_SCORES, strict=True):
             data = splits[split]

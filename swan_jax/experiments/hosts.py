@@ -20,16 +20,10 @@ from collections.abc import Iterator
 
 import jax
 
-from swan_jax.train import (
-    RunBlockDoesNotDivide,
-    RunsDoNotDivide,
-    check_blocks,
-    check_divides,
-    writes_files,
-)
+from swan_jax.train import RunsDoNotDivide, check_divides, writes_files
 
-__all__ = ["RunBlockDoesNotDivide", "RunsDoNotDivide", "check_runs", "join", "only_on_first",
-           "writes_files", "wait_for_all"]
+__all__ = ["RunsDoNotDivide", "check_runs", "join", "only_on_first", "writes_files",
+           "wait_for_all"]
 
 
 def join(distributed: bool) -> None:
@@ -56,13 +50,9 @@ def wait_for_all(name: str) -> None:
         multihost_utils.sync_global_devices(name)
 
 
-def check_runs(shard_runs: bool, programs, seeds: int, *, run_block: int | None = None
-               ) -> None:
-    """Before any training: every program's runs divide over the devices (`shard_runs`),
-    and each device's share (all of them on one device) into blocks of `run_block`."""
-    devices = jax.device_count() if shard_runs else 1
+def check_runs(shard_runs: bool, programs, seeds: int) -> None:
+    """Before any training: every program's runs divide over the devices (`shard_runs`)."""
+    if not shard_runs:
+        return
     for program in programs:
-        runs = len(program.grid) * seeds
-        if shard_runs:
-            check_divides(runs, program.name)
-        check_blocks(runs, run_block, program.name, devices=devices)
+        check_divides(len(program.grid) * seeds, program.name)

@@ -107,10 +107,10 @@ def memory_limit(exp, cfg: SweepConfig, splits_of: Callable[[dict], Mapping],
             return int(cache[key])
         model_fn = exp.model_fn(cfg, program.cell, program.static)
         base = train_config(program)
-        # one run, on one device, vmapped alone: how the runs are placed or blocked is
-        # not a program's identity, so it must not change where the grid is cut
+        # one run, on one device, vmapped alone: how the runs are placed is not a
+        # program's identity, so it must not change where the grid is cut
         one = dataclasses.replace(base, seeds=base.seeds[:1], checkpoint_dir=None,
-                                  shard_runs=False, run_block=None)
+                                  shard_runs=False)
         total, shared = step_memory(model_fn, splits_of(program.cell), one, program.grid[:1])
         fits = runs_that_fit(total - shared, shared, budget_gib * GIB)
         if cache is not None:

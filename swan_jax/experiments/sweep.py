@@ -732,7 +732,7 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
     for program in programs:
         if program not in todo:
             print(f"{program.name}: already in {results.path}, skipped (--resume)")
-    hosts.check_runs(cfg.shard_runs, todo, len(cfg.seeds), run_block=cfg.run_block)
+    hosts.check_runs(cfg.shard_runs, todo, len(cfg.seeds))
     print_plan(exp, cfg, programs, todo)
     overall = _Overall(cfg, todo)
     summary = None

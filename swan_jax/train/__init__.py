@@ -28,16 +28,15 @@ Where things are (private modules, this is the public face):
 - `_splits`: graph splits, or `NodeSplit` node masks on shared graphs.
 - `_pipeline`: the device pipeline (data placed once, an epoch as a few `lax.scan`
   calls) and the host pipeline (batches built and copied ahead in a thread).
-- `_fused`: several short epochs in one device call (`epochs_per_call`), early
-  stopping on the device.
+- `_fused`: several short epochs in one device call, early stopping on the device.
 - `_memory`, `_progress`, `_placement`: the memory check, progress bars or plain
   per-epoch lines, devices.
 - `_trackers`: per-epoch `history.csv` and TensorBoard event files (`trackers`).
 - `_loop`: `train`, in named parts; `open_program`, its set-up without the epochs.
 - `_run_mesh`: the runs split over every device (`shard_runs`); `writes_files`,
   `check_divides`, `RunsDoNotDivide` for a sweep across processes.
-- `_run_blocks`: the vmapped runs computed in blocks (`run_block`): a run's bits follow
-  the block, not the device count; `in_blocks`, `check_blocks`, `RunBlockDoesNotDivide`.
+- `_run_blocks`: the vmapped runs in the device's layout (one at a time on a CPU over a
+  large batch, else all at once); `in_blocks`.
 """
 
 from swan_jax.pytrees import tree_size as count_params
@@ -66,7 +65,7 @@ from swan_jax.train._metric import Metric
 from swan_jax.train._optim import make_tx, schedule_scale, stack_hparams
 from swan_jax.train._pipeline import MAX_CHUNK
 from swan_jax.train._progress import duration, interactive
-from swan_jax.train._run_blocks import RunBlockDoesNotDivide, check_blocks, in_blocks
+from swan_jax.train._run_blocks import in_blocks
 from swan_jax.train._run_mesh import RunsDoNotDivide, check_divides, writes_files
 from swan_jax.train._shapes import ShapeMismatch
 from swan_jax.train._splits import SPLIT_AXIS, NodeSplit, Split
@@ -76,10 +75,10 @@ from swan_jax.train._step import make_train_step
 __all__ = [
     "HISTORY_FILE", "MAX_CHUNK", "METRICS", "MIN_FUSED_EPOCHS", "OPTIMIZERS", "RUN_FILE",
     "SCHEDULES", "SPLIT_AXIS", "TASK_LEVELS",
-    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunBlockDoesNotDivide",
-    "RunState", "RunsDoNotDivide", "ShapeMismatch", "Split", "StepTooLarge",
+    "CheckpointConflict", "Metric", "ModelFn", "NodeSplit", "RunState", "RunsDoNotDivide",
+    "ShapeMismatch", "Split", "StepTooLarge",
     "TrainConfig", "TrainResult", "TrainingDiverged", "TrainingInterrupted", "can_fuse",
-    "check_blocks", "check_divides", "count_params", "duration",
+    "check_divides", "count_params", "duration",
     "free_memory_bytes", "get_metric", "in_blocks", "init_runs", "interactive",
     "make_train_step",
     "make_tx", "metric_mode", "open_program", "read_history", "read_run_file",

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import flax.linen as nn
 import optax
 
 from swan_jax.losses import LossFn, get_batch_loss
-from swan_jax.settings import setting, unknown_name
+from swan_jax.settings import Retired, setting, unknown_name
 from swan_jax.train._metric import Metric
 from swan_jax.train._trackers import TRACKERS, check_trackers
 
@@ -41,11 +41,6 @@ class TrainingInterrupted(KeyboardInterrupt):
         super().__init__(epochs_done, checkpoint_dir)
         self.epochs_done = epochs_done
         self.checkpoint_dir = checkpoint_dir
-
-
-# The fused epochs' buffers hold this many epochs whatever `epochs_per_call` is: one
-# compiled program, so that where the blocks start and end changes no number (`_fused`).
-MAX_EPOCHS_PER_CALL = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,17 +87,12 @@ class TrainConfig:
     early stop and `deadline` always save, and `resume` continues bit-identically from
     the newest save. `deadline` (a `time.time()` value): stop at the first epoch boundary
     from which another epoch would overrun it, after a save (`TrainingInterrupted`).
-    `run_block`: the vmapped runs computed that many at a time, one block after another
-    (`_run_blocks`; with `shard_runs`, each device's share), and Adam's and the clip's
-    divisions by a run's number written as products (`_optim.scale_by_adam`): a run's
-    float32 numbers then follow the block, not the device count, so the sharded program
-    trains one device's bits; None vmaps every run (of a device) at once, with optax's
-    Adam. It must divide the runs (with `shard_runs`, each device's share).
-    `epochs_per_call`: on the device pipeline, short epochs (one training call each, a
-    metric summed on the device, no plateau schedule, `checkpoint_seconds` > 0, a run of at
-    least `_fused.MIN_FUSED_EPOCHS` epochs) run up to this many per device call, early
-    stopping included, with the per-epoch loop's rules and numbers to float tolerance
-    (`_fused`); hooks, trackers and saves follow at the end of each call.
+    Several epochs per device call: on the device pipeline, short epochs (one training
+    call each, a metric summed on the device, no plateau schedule, a positive
+    `checkpoint_seconds`, a run of at least `_fused.MIN_FUSED_EPOCHS` epochs) run in
+    blocks of about 2 s (at most `_fused.MAX_EPOCHS_PER_CALL`), early stopping included,
+    with the per-epoch loop's rules and numbers to float tolerance (`_fused`); hooks,
+    trackers and saves follow at the end of each block.
     """
 
     # Each field is a declared setting (`swan_jax.settings`): its help, range and role are
@@ -154,12 +144,7 @@ class TrainConfig:
     shard_runs: bool = setting(False, role="io", help="split a program's runs (grid "
                                "points x seeds) over every device, of every process after "
                                "jax.distributed.initialize(); the same numbers to "
-                               "float32 rounding (bit for bit with run_block)")
-    run_block: int | None = setting(None, low=1, role="io", help="compute a program's "
-                                    "runs this many at a time (vmapped blocks, one after "
-                                    "another; with shard_runs, of each device's share): a "
-                                    "run's bits then follow the block, not the device count "
-                                    "(none: every run at once)")
+                               "float32 rounding")
     check_memory: bool = setting(True, role="io", help="refuse a step that cannot fit in "
                                  "device memory, before compiling it")
     track_test: bool = setting(True, role="internal", help="score the test split each epoch")
@@ -176,14 +161,22 @@ class TrainConfig:
                             "auto")
     checkpoint_seconds: float = setting(30.0, low=0, role="io", help="save at most this "
                                         "often (0: every epoch)")
-    epochs_per_call: int = setting(MAX_EPOCHS_PER_CALL, low=1, high=MAX_EPOCHS_PER_CALL,
-                                   role="io", help="device pipeline: up to this many short "
-                                   "epochs in one device call, early stopping included "
-                                   "(1: one call per epoch)")
     deadline: float | None = setting(None, role="internal", help="a time.time() to stop by")
     description: str = setting("train", role="internal", help="the progress bar's label")
     on_epoch_end: EpochHook | None = setting(None, role="internal", compare=False,
                                              help="called after each epoch")
+
+    # Settings that were removed: an old config.toml holding the last default reads as
+    # before; any other value is refused in one line saying what does the work now.
+    RETIRED: ClassVar[dict[str, Retired]] = {
+        "run_block": Retired(None, "each device computes a program's runs in the layout it "
+                                   "runs fastest (one at a time on a CPU over a large batch, "
+                                   "else all at once); with shard_runs the numbers match one "
+                                   "device's to float32 rounding"),
+        "epochs_per_call": Retired(64, "short epochs on the device pipeline run several per "
+                                       "call by themselves, in blocks of about 2 s; a run "
+                                       "whose checkpoint_seconds is 0 runs one per call"),
+    }
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
@@ -200,11 +193,6 @@ class TrainConfig:
             raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip}")
         if not 0 <= self.warmup_epochs < self.epochs:
             raise ValueError(f"warmup_epochs must be in [0, epochs), got {self.warmup_epochs}")
-        if not 1 <= self.epochs_per_call <= MAX_EPOCHS_PER_CALL:
-            raise ValueError(f"epochs_per_call must be in [1, {MAX_EPOCHS_PER_CALL}], got "
-                             f"{self.epochs_per_call}")
-        if self.run_block is not None and self.run_block < 1:
-            raise ValueError(f"run_block must be >= 1 or None, got {self.run_block}")
         if self.shard_runs and self.data_parallel:
             raise ValueError("shard_runs splits the runs over the devices, data_parallel a "
                              "step's graphs: turn one of them off")
@@ -235,13 +223,12 @@ class TrainConfig:
         or its `Metric.describe()`."""
         # Where and how the runs execute is not their identity: a program resumes with
         # another pipeline or placement (`shard_runs`: a CPU bundle goes on on a GPU, a
-        # sharded grid on one device) or in other blocks of runs (`run_block`: the state
-        # is the same `[runs]` arrays). A field added here changes every fingerprint,
-        # and so orphans every saved checkpoint: tests/test_train.py pins one.
+        # sharded grid on one device: the state is the same `[runs]` arrays). A field
+        # added here changes every fingerprint, and so orphans every saved checkpoint:
+        # tests/test_train.py pins one.
         skip = {"checkpoint_dir", "save_checkpoints", "resume", "progress", "epochs",
                 "description", "on_epoch_end", "check_memory", "track_test", "pipeline",
-                "checkpoint_seconds", "deadline", "quiet", "trackers", "epochs_per_call",
-                "shard_runs", "run_block"}
+                "checkpoint_seconds", "deadline", "quiet", "trackers", "shard_runs"}
         out = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

@@ -3,10 +3,11 @@ round trip between them.
 
 Where an epoch is a few steps (transfer: 2, GraphProp: 10), its device work takes
 milliseconds and the loop's fixed costs (three calls, a copy of the losses and scores to
-the host, the host's early-stopping update) take as long again. `EpochBlocks` runs up to
-`TrainConfig.epochs_per_call` epochs in one `lax.while_loop`: each trains its steps (the
-pipeline's own scanned chunk), evaluates validation and test (the pipeline's own sums,
-added in the same order), and updates early stopping on the device.
+the host, the host's early-stopping update) take as long again. `EpochBlocks` runs as
+many epochs as take about `BLOCK_SECONDS` (at most `MAX_EPOCHS_PER_CALL`) in one
+`lax.while_loop`: each trains its steps (the pipeline's own scanned chunk), evaluates
+validation and test (the pipeline's own sums, added in the same order), and updates
+early stopping on the device.
 
 What stays the same:
 
@@ -14,8 +15,8 @@ What stays the same:
   Its numbers agree to float tolerance: XLA compiles the block's loop as another
   program, which may round differently in the last bit.
 - Every block is the same compiled program (buffers of `MAX_EPOCHS_PER_CALL` epochs, the
-  epoch count an argument), so where blocks start and end (`epochs_per_call`, the
-  timing, an interruption and `resume`) changes no number: bit for bit.
+  epoch count an argument), so where blocks start and end (the timing, the deadline, an
+  interruption and `resume`) changes no number: bit for bit.
 - Early stopping compares the validation numerator (a sum of errors, `metric_sums`) with
   the run's best. The host's metric is that numerator over a denominator that is the same
   every epoch (the split's rows or graph weights), in float64 and, for the log10 metrics,
@@ -49,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swan_jax.train._config import MAX_EPOCHS_PER_CALL, TrainConfig
+from swan_jax.train._config import TrainConfig
 from swan_jax.train._evaluate import DEVICE_METRICS
 from swan_jax.train._optim import epoch_learning_rates
 from swan_jax.train._pipeline import DevicePipeline, _eval_split, _train_chunk
@@ -57,6 +58,9 @@ from swan_jax.train._run_mesh import to_host
 from swan_jax.train._state import RunState, select_runs
 
 BLOCK_SECONDS = 2.0  # a block's target wall time: progress, saves and deadlines keep pace
+# The buffers of a block hold this many epochs, however many it runs: one compiled
+# program, so that where the blocks start and end changes no number.
+MAX_EPOCHS_PER_CALL = 64
 NO_PATIENCE = 2**30
 # A run of fewer epochs runs one per call. The block is one more program to
 # compile (its loop holds training and evaluation; the evaluation alone is compiled for
@@ -69,7 +73,7 @@ def can_fuse(cfg: TrainConfig, pipeline) -> bool:
     """Whether this training call may run several epochs per device call. It depends on
     the configuration, not on where a resumed run starts: a resumed run fuses its epochs
     as the uninterrupted one does, and ends with its bits."""
-    return (cfg.epochs_per_call > 1 and cfg.epochs >= MIN_FUSED_EPOCHS
+    return (cfg.epochs >= MIN_FUSED_EPOCHS
             and isinstance(pipeline, DevicePipeline)
             and pipeline.setup.metric in DEVICE_METRICS and cfg.schedule != "plateau"
             and cfg.checkpoint_seconds > 0)
@@ -108,7 +112,7 @@ class EpochBlocks:
         self.pipeline, self.cfg, self.splits = pipeline, cfg, splits
         # `can_fuse`: a metric of DEVICE_METRICS, by its name
         self.metric: str = str(pipeline.setup.metric)
-        self.size = MAX_EPOCHS_PER_CALL  # the buffers' static length
+        self.size = MAX_EPOCHS_PER_CALL  # the buffers' static length, the most per block
         self.pace: float | None = None  # seconds per epoch of the last block
         self.disabled = False
         self._ids: dict[int, np.ndarray] = {}  # packed epochs not yet trained
@@ -130,12 +134,12 @@ class EpochBlocks:
         return self._ids[epoch]
 
     def length(self, epoch: int) -> int:
-        """Epochs of the next block (0: run `epoch` alone): at most `epochs_per_call`, the
-        epochs left, what fits in `BLOCK_SECONDS` and before the deadline; one epoch
+        """Epochs of the next block (0: run `epoch` alone): at most `MAX_EPOCHS_PER_CALL`,
+        the epochs left, what fits in `BLOCK_SECONDS` and before the deadline; one epoch
         until a block has been timed; none past an epoch longer than one training call."""
         if self.disabled:
             return 0
-        n = min(self.cfg.epochs_per_call, self.cfg.epochs - epoch)
+        n = min(self.size, self.cfg.epochs - epoch)
         if self.pace is None:
             n = 1
         else:

@@ -52,7 +52,6 @@ from swan_jax.train._optim import (
 from swan_jax.train._pipeline import Setup, choose_pipeline
 from swan_jax.train._placement import Placement, batch_targets
 from swan_jax.train._progress import Progress
-from swan_jax.train._run_blocks import check_blocks
 from swan_jax.train._run_mesh import RunMesh, to_host
 from swan_jax.train._shapes import check_widths, not_taken
 from swan_jax.train._splits import SPLIT_AXIS, Split, num_splits, prepare_splits
@@ -96,9 +95,7 @@ class _Program:
         _check_split_axis(num_splits(splits), self.hp, cfg.metric)
         self.mode = metric_mode(cfg.metric)
         mesh = RunMesh(len(self.runs), what=cfg.description) if cfg.shard_runs else None
-        check_blocks(len(self.runs), cfg.run_block, cfg.description,
-                     devices=1 if mesh is None else mesh.devices)
-        self.place = Placement(cfg.data_parallel, runs=mesh, block=cfg.run_block)
+        self.place = Placement(cfg.data_parallel, runs=mesh)
         self.batch_size = _capped_batch_size(cfg, len(self.data["train"]))
         self.shard_size = math.ceil(self.batch_size / self.place.num_shards)
         self.budget = budget_for(list(self.data.values()), self.shard_size)

@@ -43,9 +43,9 @@ def free_memory_bytes() -> int | None:
 
 def step_bytes(model_fn: ModelFn, cfg: TrainConfig, place: Placement, params, opt_state, hp,
                batch, *, split_mask: bool = False) -> int:
-    """Estimated bytes of one vmapped training step (nothing is compiled). With
-    `place.block`, the activations are one block's (`_run_blocks`: the blocks run one
-    after another), the parameters and optimiser states every run's."""
+    """Estimated bytes of one vmapped training step (nothing is compiled): every run's
+    activations, parameters and optimiser states (where a CPU computes the runs one at
+    a time, `_run_blocks.by_device`, the figure errs high)."""
     loss_fn = get_batch_loss(cfg.loss)
 
     def residuals(p, h):
@@ -57,19 +57,9 @@ def step_bytes(model_fn: ModelFn, cfg: TrainConfig, place: Placement, params, op
 
         return jax.vjp(objective, p)[1]
 
-    saved = jax.eval_shape(jax.vmap(residuals), *(_block_of(tree, place.block)
-                                                   for tree in (params, hp)))
+    saved = jax.eval_shape(jax.vmap(residuals), params, hp)
     # params + gradients + updates + best params, the optimiser state, the batch
     return tree_bytes(saved) + 4 * tree_bytes(params) + tree_bytes(opt_state) + tree_bytes(batch)
-
-
-def _block_of(tree, block: int | None):
-    """The shapes of a block's runs `[block, ...]` of run-leading arrays (all without)."""
-    if block is None:
-        return tree
-    return jax.tree_util.tree_map(
-        lambda a: jax.ShapeDtypeStruct((min(block, a.shape[0]),) + tuple(a.shape[1:]),
-                                       a.dtype), tree)
 
 
 def check_step_memory(estimate: int, free: int | None, batch_size: int, budget) -> None:

@@ -92,9 +92,7 @@ def stack_hparams(grid: Sequence[Hyper], seeds: Sequence[int], cfg: TrainConfig)
 def make_tx(cfg: TrainConfig, hp: Hyper) -> optax.GradientTransformation:
     """The optimiser of one run (its `hp` may be traced): the named one, the caller's
     `cfg.optimizer(hp)`, or the caller's fixed transformation; clipped first when
-    `hp` has `grad_clip`. With `run_block`, the named ones scale by `scale_by_adam` and
-    the clip is `clip_by_global_norm`, optax's with products where it divides by a
-    run's number (the same bits on any number of devices; the same state)."""
+    `hp` has `grad_clip`."""
     if isinstance(cfg.optimizer, optax.GradientTransformation):
         tx = cfg.optimizer
     elif callable(cfg.optimizer):
@@ -103,72 +101,13 @@ def make_tx(cfg: TrainConfig, hp: Hyper) -> optax.GradientTransformation:
             raise TypeError(f"optimizer(hp) must return an optax.GradientTransformation, "
                             f"got {type(tx).__name__}")
     elif cfg.optimizer == "adamw":
-        tx = (optax.adamw(hp["learning_rate"], weight_decay=hp["weight_decay"])
-              if cfg.run_block is None else optax.chain(
-                  scale_by_adam(), optax.add_decayed_weights(hp["weight_decay"]),
-                  optax.scale_by_learning_rate(hp["learning_rate"])))
+        tx = optax.adamw(hp["learning_rate"], weight_decay=hp["weight_decay"])
     else:  # Adam with L2 weight decay added to the gradient (PyTorch's Adam(weight_decay=...))
         tx = optax.chain(optax.add_decayed_weights(hp["weight_decay"]),
-                         optax.adam(hp["learning_rate"]) if cfg.run_block is None else
-                         optax.chain(scale_by_adam(),
-                                     optax.scale_by_learning_rate(hp["learning_rate"])))
+                         optax.adam(hp["learning_rate"]))
     if "grad_clip" in hp:
-        clip = (optax.clip_by_global_norm if cfg.run_block is None else
-                clip_by_global_norm)
-        tx = optax.chain(clip(hp["grad_clip"]), tx)
+        tx = optax.chain(optax.clip_by_global_norm(hp["grad_clip"]), tx)
     return tx
-
-
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
-                  ) -> optax.GradientTransformation:
-    """`optax.scale_by_adam` (the same moments and state, `optax.ScaleByAdamState`) with
-    each bias correction a product with its reciprocal, `m * (1 / (1 - b1^t))`, where
-    optax divides, `m / (1 - b1^t)`; `make_tx`'s Adam and AdamW with `run_block`.
-
-    Why: in a vmapped step `1 - b1^t` is a `[runs]` vector broadcast to each leaf, and
-    XLA's algebraic simplifier rewrites `(m / broadcast(c)) / (sqrt(v / broadcast(c')) +
-    eps)` as `m * broadcast(1 / c) / ...` or as `m / (broadcast(c) * ...)` (each rounds
-    otherwise) by how many users each broadcast has. Sharded (`shard_runs`), the SPMD
-    partitioner's clean-up merges the equal broadcasts of the leaves of one shape before
-    the simplifier runs; on one device they stay apart. So the two programs rounded
-    Adam's step differently in a few entries whatever the runs' blocks were (with SGD
-    they were the same bits). A product leaves the simplifier nothing to choose. Without
-    `run_block` optax's division stays: the product moved today's one-device numbers in
-    the last bit of a few entries.
-    """
-    def init(params):
-        return optax.scale_by_adam(b1, b2, eps).init(params)
-
-    def update(updates, state, params=None):
-        del params
-        mu = optax.tree.update_moment(updates, state.mu, b1, 1)
-        nu = optax.tree.update_moment_per_elem_norm(updates, state.nu, b2, 2)
-        count = optax.safe_increment(state.count)
-        r1, r2 = (1 / (1 - b ** count) for b in (b1, b2))
-        scaled = jax.tree.map(lambda m, v: (m * r1.astype(m.dtype))
-                              / (jnp.sqrt(v * r2.astype(v.dtype)) + eps), mu, nu)
-        return scaled, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
-
-    return optax.GradientTransformation(init, update)
-
-
-def clip_by_global_norm(max_norm) -> optax.GradientTransformation:
-    """`optax.clip_by_global_norm` whose clipped update is `t * (max_norm / norm)` where
-    optax's is `(t / norm) * max_norm`: like Adam's bias correction (`scale_by_adam`),
-    a division by a run's `[runs]` number broadcast to each leaf, which XLA's algebraic
-    simplifier rewrites by how many users the broadcast has, otherwise once sharded. A
-    product by one broadcast leaves it nothing to choose."""
-    def update(updates, state, params=None):
-        del params
-        norm = optax.tree.norm(updates)
-        scale = max_norm / norm
-
-        def clip(t):
-            return jax.lax.select(norm < max_norm, t, t * scale.astype(t.dtype))
-
-        return jax.tree.map(clip, updates), state
-
-    return optax.GradientTransformation(optax.init_empty_state, update)
 
 
 def schedule_scale(cfg: TrainConfig, epoch: int) -> float:

@@ -1,6 +1,6 @@
 """Where arrays live (one device, a `batch` mesh over every device, or a `runs` mesh:
-`_run_mesh`), how the vmapped runs are computed (all at once, or in blocks:
-`_run_blocks`), and which rows of a batch are scored (targets and their mask)."""
+`_run_mesh`), how the vmapped runs are computed (the device's layout: `_run_blocks`),
+and which rows of a batch are scored (targets and their mask)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from swan_jax.data.batching import Batch, iterate_batches, iterate_sharded_batches
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.train._run_blocks import in_blocks
+from swan_jax.train._run_blocks import by_device
 from swan_jax.train._run_mesh import RunMesh
 from swan_jax.train._splits import split_rows
 
@@ -49,12 +49,10 @@ def batch_targets(batch: Batch, level: str, *, sharded: bool = False,
 class Placement:
     """One device, or `data_parallel`: one padded sub-batch per device, parameters
     replicated (works across hosts after `jax.distributed.initialize()`), or `runs`: the
-    runs split over every device, data and batches replicated (`_run_mesh`). `block`:
-    the vmapped runs computed that many at a time (`_run_blocks`; None: all at once)."""
+    runs split over every device, data and batches replicated (`_run_mesh`)."""
 
-    def __init__(self, data_parallel: bool, *, runs: RunMesh | None = None,
-                 block: int | None = None):
-        self.runs, self.block = runs, block
+    def __init__(self, data_parallel: bool, *, runs: RunMesh | None = None):
+        self.runs = runs
         self.sharded = data_parallel
         self.num_shards = jax.device_count() if data_parallel else 1
         if data_parallel:
@@ -63,10 +61,10 @@ class Placement:
             self.split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
 
     def over_runs(self, fn: Callable, runs: tuple[bool, ...]) -> Callable:
-        """`fn`, vmapped over the runs of the arguments flagged in `runs`, computed in
-        blocks of `block` runs, and with a runs mesh on each device's own runs (each
-        device blocks its share the same way: a run's numbers follow `block` alone)."""
-        fn = in_blocks(fn, runs, self.block)
+        """`fn`, vmapped over the runs of the arguments flagged in `runs`, in the
+        device's layout (`_run_blocks.by_device`), and with a runs mesh on each device's
+        own runs."""
+        fn = by_device(fn, runs)
         return fn if self.runs is None else self.runs.per_device(fn, runs)
 
     def batches(self, data: GraphDataset, batch_size: int, budget, rng=None):

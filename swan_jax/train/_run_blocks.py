@@ -1,42 +1,23 @@
-"""A program's runs computed in blocks of `B` (`run_block=B`): numbers that follow `B`,
-not the device count.
+"""The layout of a program's vmapped runs on this device: all at once, or one at a time.
 
 A program's step and prediction are `jax.vmap` over its `[R]` runs, which share their
-batch. On XLA:CPU a run's float32 numbers then depend on `R`: XLA folds the product of
-the shared operand with every run's weights into one matrix product `[N, d] x [d, R d]`
-whose blocking, and so summation order, follows its size
-(`benchmarks/run_width_bits.py`). With `shard_runs` each device vmaps its share `R / D`,
-so the same run rounds differently on `D` devices than on one.
+batch. `in_blocks(fn, runs, B)` computes the vmapped `fn` as `jax.lax.map` over
+`[R / B, B, ...]` blocks of the run-leading arguments, one block of `B` vmapped runs
+after another; without `B`, the layout is chosen per device (`by_device`): on a CPU, a
+program whose runs share a batch of at least `CPU_ONE_AT_A_TIME_BYTES` computes its runs
+one at a time (`B` = 1), elsewhere all at once. On the 2-core CPU a GraphProp program of
+8 vmapped runs cost 1.16-1.18x a lone run per run in CPU time, in blocks of 2 0.99x, one
+at a time 0.90x (BENCHMARKS.md "A grid on a CPU"): the 8 runs' activations (`[8, N, d]`
+per array, 9.5 MB at GraphProp's batch) leave the caches a lone run's fit. Each run is
+then the lone run's width-1 program: its numbers are the lone run's (GraphProp's 8 runs,
+2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam entry, as XLA simplifies
+a division inside the loop otherwise), where all vmapped they differ from it by the
+width's rounding (XLA folds the product of the shared operand with every run's weights
+into one matrix product whose blocking follows its size: `benchmarks/run_width_bits.py`).
 
-`in_blocks(fn, runs, B)` computes the vmapped `fn` as `jax.lax.map` over `[R / B, B, ...]`
-blocks of the run-leading arguments, one block of `B` vmapped runs after another. Every
-run then sits in a vmapped program of width `B` whatever `R` and `D` are. The placement
-blocks the training step and the prediction (`Placement.over_runs`; with `shard_runs`
-inside each device's share), and `make_tx` writes Adam's and the clip's divisions by a
-run's number as products (`_optim.scale_by_adam`: the partitioned program simplified
-them otherwise). The sharded program then trains one device's bits: every run's history
-and parameters (`tests/test_run_mesh.py`, 4 simulated CPU devices, production compiles).
-
-The blocks run one after another: on a GPU a block of `B` runs fills less of the device
-than all `R` at once, so a step costs up to `R / B` block steps where the device was not
-full (`B` = runs per device keeps the sharded step one block per device); the step's
-activations are one block's (`_memory.step_bytes`). `None` (the default) vmaps all runs
-at once, with optax's Adam, as before.
-
-Without `run_block`, the layout is chosen per device (`by_device`): on a CPU, a program
-whose runs share a batch of at least `CPU_ONE_AT_A_TIME_BYTES` computes its runs one at a
-time (`jax.lax.map` over width-1 vmapped runs), elsewhere all at once. On the 2-core CPU a
-GraphProp program of 8 vmapped runs cost 1.16-1.18x a lone run per run in CPU time, in
-blocks of 2 0.99x, one at a time 0.90x (BENCHMARKS.md "A grid on a CPU"): the 8 runs'
-activations (`[8, N, d]` per array, 9.5 MB at GraphProp's batch) leave the caches a lone
-run's fit. Adam stays optax's (only `run_block` writes its divisions as products). Each
-run is then the lone run's width-1 program: its numbers are the lone run's (GraphProp's 8
-runs, 2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam entry, as XLA
-simplifies a division inside the loop otherwise), where all vmapped they differ from it
-by the width's rounding.
-
-A block size that does not divide the runs (or, with `shard_runs`, each device's share)
-is refused in one line naming `run_block` (`check_blocks`): no dummy runs.
+The training loop uses the device's layout alone (`Placement.over_runs`; with
+`shard_runs` inside each device's share); an explicit `B` is for callers that compare
+layouts.
 """
 
 from __future__ import annotations
@@ -48,38 +29,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from swan_jax.settings import HINT, Hint, HintedError
-
-
-class RunBlockDoesNotDivide(HintedError, ValueError):
-    """`run_block` does not divide a program's runs (or each device's share of them);
-    its hint names `run_block`."""
-
-
-def check_blocks(runs: int, block: int | None, what: str, *, devices: int = 1) -> None:
-    """Refuse (one line) a `block` that does not divide `runs / devices`, each device's
-    share of the runs (`devices` 1: one device holds them all)."""
-    if block is None:
-        return
-    share = runs // devices
-    if share % block == 0:
-        return
-    held = (f"{runs} runs (grid points x seeds)" if devices == 1 else
-            f"{runs} runs (grid points x seeds), {share} per device on {devices} devices,")
-    whole = "all runs" if devices == 1 else "each device's runs"
-    raise RunBlockDoesNotDivide(
-        f"{what} has {held} which do not split into blocks of {block} runs: {HINT}",
-        Hint("run_block", None, f"choose a {{switch}} that divides {share} (or none: "
-                                f"{whole} in one vmapped block)"))
-
-
 # On a CPU, runs sharing a batch of at least this many bytes are computed one at a time
 # (`by_device`). GraphProp's batch of 512 graphs is about 3 MB; the test suite's batches
 # and transfer's tiny graphs stay below and keep one vmapped program.
 CPU_ONE_AT_A_TIME_BYTES = 1 << 20
 
 
-def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None) -> Callable:
+def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None = None) -> Callable:
     """`fn` (vmapped over runs: the arguments flagged in `runs` lead with `[R]`, every
     output does) computed `block` runs at a time: `jax.lax.map` over the run-leading
     arguments reshaped to `[R / block, block, ...]`, the others shared by every block;
@@ -111,7 +67,7 @@ def _blocked(fn: Callable, runs: Sequence[bool], block: int) -> Callable:
 
     def blocked(*args: Any) -> Any:
         count = _runs_of(args, runs)
-        if count % block:  # `check_blocks` refused this before anything was traced
+        if count % block:
             raise ValueError(f"{count} runs do not split into blocks of {block}")
 
         def split(a):

@@ -7,14 +7,12 @@ runs; the data and batches are replicated, and XLA partitions the vmapped step a
 runs axis with no communication in it. No run reads another's numbers: a device's runs
 are the same bits whatever the other devices train.
 
-They are not, by default, one device's bits: they agree to float32 rounding. On XLA:CPU
-a run's numbers follow the width of the vmapped program it sits in (`R` runs on one
-device, `R / D` on each of `D`: `benchmarks/run_width_bits.py`), and the partitioned
-program simplifies Adam's bias correction otherwise (`_optim.scale_by_adam`). With
-`run_block=B` (`_run_blocks`) every run sits in a vmapped block of `B` runs on any device
-count, and Adam's bias correction is written so that nothing is left to simplify: the
-sharded program then trains one device's bits (`tests/test_run_mesh.py`, 4 simulated CPU
-devices: every run's history and parameters equal).
+They are not one device's bits: they agree to float32 rounding. On XLA:CPU a run's
+numbers follow the width of the vmapped program it sits in (`R` runs on one device,
+`R / D` on each of `D`: `benchmarks/run_width_bits.py`), and the partitioned program may
+simplify Adam's bias correction otherwise (BENCHMARKS.md, "the runs axis on XLA:CPU").
+What sharding must not do, mix runs, it does not: a device's runs are the same bits
+whatever the other devices train (`tests/test_run_mesh.py`, 4 simulated CPU devices).
 
 Across processes (after `jax.distributed.initialize()`), `jax.devices()` lists every
 host's devices: the same program then holds on each process its own devices' runs. What

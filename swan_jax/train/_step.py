@@ -1,6 +1,6 @@
 """The two jitted programs of a training call: one optimiser step and one prediction, both
 over every run at once (`jax.vmap` over the leading `[runs]` axis; the batch is shared),
-in blocks of runs where the placement says so (`run_block`, `_run_blocks`)."""
+in the device's layout of the runs (`_run_blocks.by_device`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
     the loss comes back NaN for a non-finite step. `hp["learning_rate"]` may change from
     call to call (schedules): it is an argument, not a constant.
     """
-    place = Placement(cfg.data_parallel, block=cfg.run_block) if place is None else place
+    place = Placement(cfg.data_parallel) if place is None else place
     loss_fn = get_batch_loss(cfg.loss)
 
     def step_one(p, o, h, batch: Batch, active):
