@@ -19,7 +19,7 @@ COLLECTED_FILE = "collected.json"
 HISTORY_FILE = "history.json"
 FIGURES = "figures"
 # Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
-# bundles, the GraphProp differential check (its section.md is shown verbatim).
+# carried parts, the GraphProp differential check (its section.md is shown verbatim).
 RESERVED = {FIGURES, "campaign", "graphprop-differential"}
 SECTION_FILE = "section.md"  # a folder with only this (and its files) is not a run
 # Keys of a sweep record that are not cell axes (sweep.program_record).
