@@ -329,15 +329,6 @@ def test_a_newly_collected_full_protocol_graphprop_cell_is_shown_as_full(repro):
     assert "| Table 1: graph property prediction | 33 | 24 | 1 | 0 | 23 |" in rendered(repro)
 
 
-def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro):
-    cells = [summary({"task": "sssp", "label_columns": "paper", "model": "swan"}, -3.2,
-                     metric="log10_mse")]
-    write_results(repro / "graphprop", "graphprop", config(), cells, [])
-    text = rendered(repro)
-    assert "| -3.2370 ± 0.0834 | not run |" in row(text, "SWAN", LAPLACIAN)
-    assert "| sssp / paper / swan |" in runs_md(repro)  # its own columns, faithful labels
-
-
 def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
     cells = [summary({"dataset": "peptides-func", "variant": "swan"}, 0.6313, test_std=0.004,
                      metric="ap", seeds=(0,), epochs=300),
@@ -535,8 +526,7 @@ def lrgb_results(root: Path, *, epochs: int = 300, seeds=(0, 1), moved: bool = T
     cell = summary(axes, 0.6, metric="ap", best=points[1], seeds=seeds, epochs=epochs)
     cfg = config(epochs=epochs, seeds=list(seeds), patience=None, optimizer="adamw",
                  limit=None, grid={"learning_rate": [0.001, 0.0005]})
-    write_results(root, "lrgb", cfg, [cell], [rec])
-    (root / "table.md").write_text("# LRGB\n\nNotes: grid paper; first 40 graphs only.\n")
+    write_results(root, "lrgb", cfg, [cell], [rec], notes=["grid paper", "first 40 graphs only"])
     return root
 
 

@@ -125,18 +125,6 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
     return out
 
 
-def table_notes(source: Path, results: Mapping[str, Any]) -> list[str]:
-    """The experiment's notes: `results.json`'s, else the "Notes:" line of `table.md`."""
-    if results.get("notes"):
-        return [str(n) for n in results["notes"]]
-    table = source / "table.md"
-    if table.exists():
-        for line in table.read_text().splitlines():
-            if line.startswith("Notes: "):
-                return [n.strip() for n in line[len("Notes: "):].rstrip(".").split(";")]
-    return []
-
-
 def histories(results: Mapping[str, Any], source: Path, running: Sequence[Mapping[str, Any]]
               ) -> dict[str, Any]:
     """`history.json`: each finished cell's selected runs, each few-run program's in progress."""
@@ -229,7 +217,7 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
     collected = {
         "source": str(source), "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
         "experiment": results["experiment"], "note": note,
-        "notes": table_notes(source, results),
+        "notes": [str(n) for n in results.get("notes") or []],
         "programs": {r["name"]: timing(read_history_lines(program_folder(r, source)))
                      for r in records},
         "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}

@@ -99,8 +99,7 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
     if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
         return ""
-    variant = run.config.get("data_variant") or (run.config.get("data_options") or {}).get(
-        "variant") or "paper"
+    variant = run.config.get("data_variant") or "paper"
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
         return ""
     return "beta not searched: no effect on a regular graph"
@@ -294,10 +293,8 @@ def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
 def _run_ms(run: Run, summary: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """(training, evaluation) ms per epoch: the cell's own fields, else the median over
     its programs of `collected.json`'s timings."""
-    for train, infer in (("train_ms", "inference_ms"), ("train_ms_per_epoch",
-                                                        "eval_ms_per_epoch")):
-        if compare.finite(summary.get(train)):
-            return summary[train], summary.get(infer)
+    if compare.finite(summary.get("train_ms_per_epoch")):
+        return summary["train_ms_per_epoch"], summary.get("eval_ms_per_epoch")
     programs = run.collected.get("programs") or {}
     timings = [programs.get(r["name"]) or {} for r in cell_records(run, summary)]
 
