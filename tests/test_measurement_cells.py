@@ -89,7 +89,6 @@ def test_the_jacobian_runner_trains_and_keeps_the_best_epoch(tmp_path):
     (["--epochs", "0"], "--epochs must be at least 1 (got 0)"),
     (["--limit", "3"], "--limit must be at least 10 raw rows (got 3)"),
     (["--epsilon", "0"], "--epsilon must be > 0 (got 0.0)"),
-    (["--swan-checkpoint", "no/such/dir"], "--swan-checkpoint no/such/dir: no such folder"),
 ])
 def test_the_jacobian_runner_refuses_bad_settings_in_one_line(argv, message, capsys,
                                                               monkeypatch):
