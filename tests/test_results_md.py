@@ -549,6 +549,17 @@ def test_collect_copies_the_small_files_timings_notes_and_selected_curves(tmp_pa
     assert program["val"][1] == [0.51 + 2, 0.51 + 3] and program["epoch"] == [0, 1, 2]
 
 
+def test_a_program_whose_folder_is_gone_keeps_the_timing_collected_before(tmp_path):
+    """A campaign cell collected earlier, its run folder since removed: collecting its
+    group again keeps that program's timing (the runtime columns read it)."""
+    source = lrgb_results(tmp_path / "results" / "lrgb")
+    collect(source, tmp_path / "reproductions")
+    shutil.rmtree(source / "checkpoints")
+    collect(source, tmp_path / "reproductions")
+    collected = json.loads((tmp_path / "reproductions" / "lrgb" / "collected.json").read_text())
+    assert collected["programs"]["peptides-func/swan/program"]["epochs"] == 3
+
+
 def test_collect_keeps_programs_in_progress_and_render_shows_them(tmp_path, repro):
     source = lrgb_results(tmp_path / "results" / "lrgb")
     running = source / "checkpoints" / "peptides-struct" / "swan" / "program-zzz"

@@ -200,6 +200,16 @@ def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
     return results, raw.decode()
 
 
+def _timings(records: Sequence[Mapping[str, Any]], source: Path, dest: Path
+             ) -> dict[str, Any]:
+    """Per program its `timing`; one whose folder is gone keeps the timing collected into
+    `dest` before (a campaign cell collected earlier, its run folder since removed)."""
+    new = {r["name"]: timing(read_history_lines(program_folder(r, source))) for r in records}
+    old = read_json(dest / COLLECTED_FILE) if (dest / COLLECTED_FILE).exists() else {}
+    return new | {k: v for k, v in (old.get("programs") or {}).items()
+                  if new.get(k, {}).get("epochs", 0) == 0}
+
+
 def collect(source: str | Path, root: str | Path = "reproductions", *, name: str | None = None,
             force: bool = False, history: str = "auto", note: str | None = None,
             max_mb: float = MAX_MB) -> list[str]:
@@ -218,8 +228,7 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
         "source": str(source), "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
         "experiment": results["experiment"], "note": note,
         "notes": [str(n) for n in results.get("notes") or []],
-        "programs": {r["name"]: timing(read_history_lines(program_folder(r, source)))
-                     for r in records},
+        "programs": _timings(records, source, dest),
         "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}
                         for p in running]}
     dest.mkdir(parents=True, exist_ok=True)
