@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,6 @@ from reproduce.results.blocks import (
     CELL_KEYS,
     CellFacts,
     cell_facts,
-    cell_records,
     cell_rows,
     label_setting,
     short_device,
@@ -142,13 +140,10 @@ def _graphprop(cell: Cell, summary: Mapping[str, Any], constant: float | None
 
 
 def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[float, str]]:
-    """Task -> (the constant predictor's test log10 MSE, its run): a cell of model
-    "constant", or a `constant_predictor` list in results.json."""
+    """Task -> (the constant predictor's test log10 MSE, its run), from the
+    `constant_predictor` list of a GraphProp results.json."""
     out: dict[str, tuple[float, str]] = {}
     for run in runs:
-        for cell in run.results.get("cells") or []:
-            if cell.get("model") == "constant" and label_setting(cell) == setting:
-                out.setdefault(cell["task"], (float(cell["test_mean"]), run.name))
         for entry in run.results.get("constant_predictor") or []:
             if isinstance(entry, Mapping) and label_setting(entry) == setting:
                 out.setdefault(entry["task"], (float(entry["test"]), run.name))
@@ -290,22 +285,7 @@ def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
                "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused."])
 
 
-def _run_ms(run: Run, summary: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(training, evaluation) ms per epoch: the cell's own fields, else the median over
-    its programs of `collected.json`'s timings."""
-    if compare.finite(summary.get("train_ms_per_epoch")):
-        return summary["train_ms_per_epoch"], summary.get("eval_ms_per_epoch")
-    programs = run.collected.get("programs") or {}
-    timings = [programs.get(r["name"]) or {} for r in cell_records(run, summary)]
-
-    def median(key):
-        values = [t[key] for t in timings if compare.finite(t.get(key))]
-        return 1000 * statistics.median(values) if values else None
-
-    return median("train_seconds_median"), median("eval_seconds_median")
-
-
-def _ms(pair: tuple[Any, Any]) -> str:
+def _ms(pair: Sequence[Any]) -> str:
     return " / ".join("–" if v is None else f"{v:.1f}" for v in pair)
 
 
@@ -366,7 +346,8 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
             continue
         ours, verdict, value = judge(cell, best.summary, values)
         if cell.train_ms:
-            ours += f"; {_ms(_run_ms(best.run, best.summary))} ms"
+            timed = [best.summary.get(f"{k}_ms_per_epoch") for k in ("train", "eval")]
+            ours += f"; {_ms(timed)} ms"
         body.append([*cell.labels, theirs, ours, verdict, departures(best),
                      best.facts.converged, short_device(best.facts.device),
                      runs_link(best.run.name)])
