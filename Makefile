@@ -55,7 +55,7 @@ test-cluster: install $(TEST_TOOLS)
 
 # ruff, then the type checker (`make typecheck`).
 lint: install $(TEST_TOOLS)
-	$(VENV)/bin/ruff check swan_jax reproduce experiments tests benchmarks
+	$(VENV)/bin/ruff check swan_jax reproduce reproductions experiments tests benchmarks
 	$(PY) -m mypy
 
 # mypy over swan_jax/ as pyproject.toml's [tool.mypy] says: strict on the public API (what

@@ -33,43 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+# JAX, and what imports it (benchmarks.common, benchmarks.epoch_anatomy, swan_jax), load
+# inside the functions: `_start` extends XLA_FLAGS first, which JAX reads when it loads.
 from benchmarks import op_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "device_profile.json"
-# `%name (params...) -> type {`: a computation's first line
-_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+) \(.*\{\s*$")
-_FIELD = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
-_FIELD_PAIRS = re.compile(r"(\w+)=(\w+)")
 _MODULE_FILE = re.compile(r"module_(\d+)\.(.+?)\..*after_optimizations\.txt$")
-
-
-def _tables(lines: list[str]) -> dict[str, dict[int, str]]:
-    """The optimised HLO's source tables (`FileNames`, `FunctionNames`, `FileLocations`,
-    `StackFrames`): `{table: {id: entry}}`."""
-    tables: dict[str, dict[int, str]] = {}
-    current = None
-    for line in lines:
-        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-            current = tables.setdefault(line, {})
-        elif current is not None and (row := re.match(r"^(\d+) (.*)$", line)):
-            current[int(row.group(1))] = row.group(2).strip('"')
-        else:
-            current = None
-    return tables
-
-
-def _source(tables: dict[str, dict[int, str]], frame_id: str | None) -> str:
-    """`file:line function` of a stack frame (the innermost, where the op was written)."""
-    frame = tables.get("StackFrames", {}).get(int(frame_id or 0))
-    if frame is None:
-        return "?"
-    frame_fields = dict(_FIELD_PAIRS.findall(frame))
-    location = dict(_FIELD_PAIRS.findall(tables.get("FileLocations", {}).get(
-        int(frame_fields.get("file_location_id", 0)), "")))
-    file = Path(tables.get("FileNames", {}).get(int(location.get("file_name_id", 0)), "?")).name
-    function = tables.get("FunctionNames", {}).get(int(location.get("function_name_id", 0)), "")
-    return f"{file}:{location.get('line', '?')} {function}".strip()
 
 
 def hlo_names(dump: Path) -> dict[tuple[str, str], str]:
@@ -83,7 +53,7 @@ def hlo_names(dump: Path) -> dict[tuple[str, str], str]:
         if match is None:
             continue
         lines = path.read_text(errors="replace").splitlines()
-        own, calls, computation_names = _instruction_names(lines, _tables(lines))
+        own, calls, computation_names = op_report.instruction_names(lines)
         for instruction, computation in calls.items():
             if instruction not in own and computation in computation_names:
                 own[instruction] = computation_names[computation]
@@ -91,38 +61,6 @@ def hlo_names(dump: Path) -> dict[tuple[str, str], str]:
             names[(str(int(match.group(1))), instruction)] = name
             names.setdefault((match.group(2), instruction), name)
     return names
-
-
-def _instruction_names(lines: list[str], tables) -> tuple[dict, dict, dict]:
-    """Per instruction its name (where it has metadata) and the computation it calls;
-    per computation the name of its last instruction with metadata."""
-    own, calls, computations, computation = {}, {}, {}, None
-    for line in lines:
-        header = _COMPUTATION.match(line)
-        if header:
-            computation = header.group(1)
-            continue
-        instruction = re.match(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = ", line)
-        if instruction is None:
-            continue
-        root = re.match(r"^\s*ROOT %?[\w.\-]+ = (\w+\[[\d,]*\])\S* (\w+)\(", line)
-        if root and computation is not None:  # no metadata kept (a CPU matmul fusion)
-            computations.setdefault(computation,
-                                    f"{root.group(2)} {root.group(1)}, source not kept")
-        called = re.search(r"calls=%?([\w.\-]+)", line)
-        if called:
-            calls[instruction.group(1)] = called.group(1)
-        metadata = re.search(r"metadata=\{([^}]*)\}", line)
-        fields = {k: a or b for k, a, b in _FIELD.findall(metadata.group(1))} if metadata else {}
-        if "op_name" in fields:
-            op_name = fields["op_name"]
-            direction = "backward" if "transpose(" in op_name else "forward"
-            own[instruction.group(1)] = name = (
-                f"{op_name.rsplit('/', 1)[-1]}, {direction}, "
-                f"{_source(tables, fields.get('stack_frame_id'))}")
-            if computation is not None:
-                computations[computation] = name  # the last one with metadata
-    return own, calls, computations
 
 
 def op_events(trace_dir: Path) -> list[tuple[str, str, int, int]]:

@@ -30,8 +30,8 @@ of 8-run programs: 8 epsilons, and 4 epsilons x both adjacencies (the adjacency 
 across runs), each in the layout the device gets by default (`_run_blocks.by_device`)
 and all vmapped at once (`run_block` 8, the layout before). Wall and CPU seconds,
 medians of `--repeat` rounds that alternate the programs; the authors' epoch is a column
-where `--authors-seconds` gives it (timed in a torch venv by
-`benchmarks/graphprop_differential.py authors`; torch is not a dependency here).
+where `--authors-seconds` gives it (timed in a torch venv by `python -m
+reproductions.graphprop-differential.study authors`; torch is not a dependency here).
 
     python -m benchmarks.epoch_anatomy --grid                       # full data
     python -m benchmarks.epoch_anatomy --grid --per-size 128,32,64  # a quarter

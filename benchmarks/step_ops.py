@@ -45,16 +45,19 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
+
 from benchmarks import op_report
-from benchmarks.device_profile import _instruction_names, _tables
+from benchmarks.common import machine
+from benchmarks.epoch_anatomy import BUILD
+from swan_jax.train import open_program
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = {"swan": "peptides", "swan-learn": "peptides-learn"}
 # Instructions that launch nothing: bookkeeping of values that are already there.
 _FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
          "opt-barrier", "partition-id", "replica-id", "add-dependency"}
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+) \(.*\{\s*$")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = (.*)$")
 
 
 @dataclasses.dataclass
@@ -83,12 +86,12 @@ def parse(text: str) -> tuple[dict[str, list[Instruction]], str]:
     computations: dict[str, list[Instruction]] = {}
     entry, current = "", None
     for line in text.splitlines():
-        header = _HEADER.match(line)
+        header = op_report.HEADER.match(line)
         if header:
             current = computations.setdefault(header.group(2), [])
             entry = header.group(2) if header.group(1) else entry
             continue
-        match = _INSTRUCTION.match(line)
+        match = op_report.INSTRUCTION.match(line)
         if match and current is not None:
             current.append(Instruction(match.group(1), _opcode(match.group(2)), line))
     return computations, entry
@@ -133,8 +136,7 @@ def count_step(text: str, top: int = 25) -> dict[str, Any]:
     """Per-step counts of an optimised HLO module whose entry runs the steps in a loop:
     the step is the entry's loop with the most operations (see the module docstring)."""
     computations, entry = parse(text)
-    lines = text.splitlines()
-    names, calls, computation_names = _instruction_names(lines, _tables(lines))
+    names, calls, computation_names = op_report.instruction_names(text.splitlines())
     loops = [i for i in computations[entry] if i.opcode == "while"]
     if not loops:
         raise ValueError("the compiled program's entry runs no loop over steps")
@@ -197,12 +199,6 @@ def compiled_step(kind: str, platform: str | None = None) -> tuple[str, Any]:
     """The optimised HLO text of the device pipeline's training call for `kind` and the
     program's budget; with `platform` (e.g. "cuda"), the StableHLO lowered for that
     platform instead (no compiler for it needed: nothing is compiled)."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    from benchmarks.epoch_anatomy import BUILD
-    from swan_jax.train import open_program
-
     work = BUILD[KINDS[kind]](True)
     cfg = dataclasses.replace(work.cfg, pipeline="device", progress=False, quiet=True)
     prog, state = open_program(work.model_fn, work.splits, cfg, work.grid)
@@ -251,8 +247,6 @@ def _measure(args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 
 def main(argv=None) -> int:
-    from benchmarks.common import machine
-
     return op_report.main(argv, prog="python -m benchmarks.step_ops", doc=__doc__ or "",
                           what="models", choices=KINDS, default="swan,swan-learn",
                           key="kinds", add_arguments=_arguments,

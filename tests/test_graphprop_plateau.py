@@ -1,11 +1,13 @@
-"""benchmarks/graphprop_plateau.py: where a curve leaves the plateau, the tail a stopped
-run leaves, and the repeat check (issue 37's measurement)."""
+"""reproductions/graphprop-plateau/study.py: where a curve leaves the plateau, the tail a
+stopped run leaves, and the repeat check (issue 37's measurement)."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from benchmarks import graphprop_plateau as gpp
+gpp = importlib.import_module("reproductions.graphprop-plateau.study")
 
 
 def test_a_run_leaves_the_plateau_at_the_first_epoch_below_the_threshold():

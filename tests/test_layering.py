@@ -54,12 +54,16 @@ PENDING_CIRCLES: list[list[str]] = []
 
 
 REPO = PACKAGE.parent
-# Every package of the repository: the library, its tooling, the benchmarks, the scripts
-# and the tests' helpers.
-REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "experiments", "tests")
+# Every package of the repository: the library, its tooling, the benchmarks, the studies
+# beside their reports, the scripts and the tests' helpers.
+REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "reproductions", "experiments",
+                 "tests")
 # Where the project's own imports stand at module top (a function-level one hides a tie).
+# The two differential studies import swan_jax inside their steps: the authors' steps run
+# in a venv with torch and without JAX (tests/test_graphprop_differentials.py).
 TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproduce/runtime.py",
-                     "reproduce/jacobian.py", "reproduce/device.py")
+                     "reproduce/jacobian.py", "reproduce/device.py",
+                     "reproductions/_differential.py", "reproductions/graphprop-plateau")
 
 
 def _module_name(path: Path) -> str:
@@ -243,7 +247,7 @@ def test_the_package_root_is_the_core_and_analysis():
 
 # Where `import swan_jax...` is written outside the package (the tests may open private
 # modules: they test them).
-OUTSIDE = ("benchmarks", "reproduce", "experiments", "notebooks")
+OUTSIDE = ("benchmarks", "reproduce", "reproductions", "experiments", "notebooks")
 
 
 def _private_owner(target: str) -> str | None:

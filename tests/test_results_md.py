@@ -483,6 +483,8 @@ def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
     (repro / "transfer" / "config.toml").unlink()
     (repro / "graphprop").mkdir()
     (repro / "graphprop" / "config.toml").write_text("epochs = 1\n")
+    (repro / "__pycache__").mkdir()  # the studies' bytecode is not a run
+    (repro / "__pycache__" / "_differential.cpython-311.pyc").write_bytes(b"\0")
     out = repro.parent / "RESULTS.md"
     assert results_cli.main(["render", "--reproductions", str(repro), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -491,6 +493,7 @@ def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
     assert "- Problem: no collected.json (timings and notes unknown)" in runs
     assert "- Problem: no config.toml" in runs
     assert "- Incomplete: " in out.read_text() and "graphprop: no results.json" in out.read_text()
+    assert "__pycache__" not in out.read_text() + printed
 
 
 def test_render_without_a_reproductions_folder_says_so(tmp_path):

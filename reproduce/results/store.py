@@ -19,8 +19,10 @@ COLLECTED_FILE = "collected.json"
 HISTORY_FILE = "history.json"
 FIGURES = "figures"
 # Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
-# carried parts, the GraphProp differential check (its section.md is shown verbatim).
-RESERVED = {FIGURES, "campaign", "graphprop-differential"}
+# Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
+# carried parts, the GraphProp differential check (its section.md is shown verbatim), and
+# Python's bytecode of the studies' shared module (reproductions/_differential.py).
+RESERVED = {FIGURES, "campaign", "graphprop-differential", "__pycache__"}
 SECTION_FILE = "section.md"  # a folder with only this (and its files) is not a run
 # Keys of a sweep record that are not cell axes (sweep.program_record).
 RECORD_KEYS = {"program", "epochs", "name", "static", "runs", "metric", "num_params",

@@ -1,25 +1,25 @@
 """GraphProp differential check (issue 20, item 4): the authors' PyTorch SWAN and ours on
 the SAME generated data, grid point and protocol; one curve file per side, one figure.
+The report is REPORT.md beside this file.
 
 The authors' code (gravins/SWAN, `graph_property_prediction/`) is never copied here: it is
-imported at run time from `--ref` (a checkout outside this repository), with two stand-in
-modules for packages it imports but that have no usable PyPI wheel (`torch_scatter`,
-`ray`: `SHIMS`, written to the log folder unless `--shims` names a folder). Three steps,
-each in its own interpreter (JAX and torch never meet):
+imported at run time from `--ref` (a checkout outside this repository), with the stand-ins
+of `reproductions/_differential.py` (`SHIMS`). Three steps, each in its own interpreter
+(JAX and torch never meet), from the repository's root:
 
     # 1. ours (this repository's venv): generates the data, exports it, trains our SWAN
-    .venv/bin/python benchmarks/graphprop_differential.py ours --task sssp --tag sssp
+    .venv/bin/python -m reproductions.graphprop-differential.study ours --task sssp --tag sssp
     # 2. the authors' SWAN (a venv with torch + torch_geometric), on the exported data
-    /work/refenv/bin/python benchmarks/graphprop_differential.py authors --task sssp \\
-        --tag sssp --ref /work/ref/SWAN
+    /work/refenv/bin/python -m reproductions.graphprop-differential.study authors \\
+        --task sssp --tag sssp --ref /work/ref/SWAN
     # 3. the figure (either venv with matplotlib)
-    .venv/bin/python benchmarks/graphprop_differential.py plot --tags sssp
+    .venv/bin/python -m reproductions.graphprop-differential.study plot --tags sssp
 
-Curves: `reproductions/graphprop-differential/<tag>_<side>.json` (train loss, val and test
-score per epoch); logs, exported data and our program folders: `logs/graphprop-differential/`
-(git-ignored). Scores: "pooled" is ours (log10 of the mean over all graphs of each graph's
-node-mean squared error; plain MSE for the diameter); the authors' `evaluate` averages the
-batch losses instead ("batch_mean"); both are recorded for the authors' side.
+Curves: `<tag>_<side>.json` beside this file (train loss, val and test score per epoch);
+logs, exported data and our program folders: `logs/graphprop-differential/` (git-ignored).
+Scores: "pooled" is ours (log10 of the mean over all graphs of each graph's node-mean
+squared error; plain MSE for the diameter); the authors' `evaluate` averages the batch
+losses instead ("batch_mean"); both are recorded for the authors' side.
 """
 
 from __future__ import annotations
@@ -32,8 +32,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "reproductions" / "graphprop-differential"
+from reproductions._differential import (
+    ROOT,
+    Command,
+    batched_graph,
+    both_scores,
+    graph_errors,
+    pyplot,
+    reference_code,
+    save_arrays,
+    write_json,
+)
+
+OUT = Path(__file__).resolve().parent
 LOGS = ROOT / "logs" / "graphprop-differential"
 NODE_TASKS = ("sssp", "eccentricity")
 AUTHORS_TASK = {"sssp": "sssp", "eccentricity": "ecc", "diameter": "diam"}
@@ -42,36 +53,17 @@ POINT = {"hidden": 20, "num_layers": 10, "epsilon": 0.1, "gamma": 0.1, "beta": 1
          "learning_rate": 0.003, "weight_decay": 1e-6}
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", choices=("sssp", "eccentricity", "diameter"), default="sssp")
-    p.add_argument("--labels", choices=("paper", "faithful", "swan-code"), default="paper")
-    p.add_argument("--tag", required=True, help="names the curve files <tag>_<side>.json")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--per-size", default="128,32,64", help="graphs per node count")
-    p.add_argument("--data-seed", type=int, default=1234)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--note", default="", help="what this run changes, for the report")
-
-
 def _data_path(args) -> Path:
     return LOGS / "data" / f"{args.task}_{args.labels}_{args.per_size.replace(',', '-')}" \
         f"_seed{args.data_seed}.npz"
-
-
-def _write(args, side: str, payload: dict[str, Any]) -> Path:
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{args.tag}_{side}.json"
-    path.write_text(json.dumps(payload, indent=1) + "\n")
-    print(f"wrote {path}", flush=True)
-    return path
 
 
 # ------------------------------------------------------------------------------- ours
 
 def export_data(args) -> Path:
     """Generate (or read from the cache) our splits for the task and label setting and save
-    the arrays the authors' side needs: `<split>_{nodes,senders,receivers,n_node,n_edge,y}`."""
+    the arrays the authors' side needs: `<split>_{nodes,senders,receivers,n_node,n_edge,y}`.
+    (swan_jax imported here: the authors' steps run in a venv without JAX.)"""
     import numpy as np
 
     from swan_jax.data import graphprop
@@ -142,7 +134,7 @@ def run_ours(args) -> None:
     if len(histories) != 1:
         raise SystemExit(f"expected one history.jsonl under {folder}, found {histories}")
     history = read_history(histories[0])
-    _write(args, "ours", {
+    write_json(OUT, f"{args.tag}_ours.json", {
         "side": "ours", "task": args.task, "labels": args.labels, "model": args.model,
         "point": {**POINT, "adjacency": "sym", **dict(s.split("=", 1) for s in args.set)},
         "batch_size": args.batch_size, "per_size": args.per_size, "seed": args.seed,
@@ -155,44 +147,15 @@ def run_ours(args) -> None:
 
 # ---------------------------------------------------------------------------- authors
 
-SHIMS = {  # stand-ins for imports of the reference without a usable PyPI wheel
-    "torch_scatter.py": (
-        '"""torch_scatter stand-in: the two functions the SWAN reference imports."""\n'
-        "from torch_geometric.utils import scatter as _scatter\n\n\n"
-        "def scatter(src, index, dim=0, out=None, dim_size=None, reduce='sum'):\n"
-        "    return _scatter(src, index, dim=dim, dim_size=dim_size, reduce=reduce)\n\n\n"
-        "def scatter_add(src, index, dim=0, out=None, dim_size=None):\n"
-        "    return _scatter(src, index, dim=dim, dim_size=dim_size, reduce='sum')\n"),
-    "ray.py": (
-        '"""ray stand-in: train_GraphProp decorates its pipeline with ray.remote; only its\n'
-        'train function is used here."""\n\n\n'
-        "def remote(*args, **kwargs):\n"
-        "    if len(args) == 1 and callable(args[0]) and not kwargs:\n"
-        "        return args[0]\n"
-        "    return lambda f: f\n"),
-}
-
-
-def write_shims(folder: Path) -> Path:
-    """Write `SHIMS` into `folder` (git-ignored by default) and return it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in SHIMS.items():
-        (folder / name).write_text(text)
-    return folder
-
-
 def load_reference(ref: Path, shims: Path):
-    """The authors' `SWAN` class, `train` function and model module, imported from `ref`.
+    """The authors' SWAN model module and `train` function, imported from `ref`.
 
     Run-time fix (released code): `ConstrainedConv.message` calls `edge_weight.shape()`,
     a TypeError on every non-attention configuration; it is replaced by the evident intent
     (a 1-D edge weight scales the message), nothing else of the module is touched.
     """
-    code = ref / "graph_property_prediction"
-    if not (code / "models" / "swan.py").is_file():
-        raise SystemExit(f"--ref {ref}: no graph_property_prediction/models/swan.py there "
-                         "(give the root of a gravins/SWAN checkout)")
-    sys.path[:0] = [str(shims), str(code)]
+    reference_code(ref, shims, code="graph_property_prediction", marker="models/swan.py",
+                   repo="gravins/SWAN")
     import train_GraphProp
     from models import swan as module
 
@@ -234,29 +197,10 @@ def to_pyg(path: Path, task: str) -> dict[str, list]:
     return out
 
 
-def graph_errors(pred, label, batch, node_level: bool):
-    """`[B]` squared error per graph: the node mean for node tasks (the authors' criterion,
-    `train_GraphProp.single_loss`, is the mean of these over the batch)."""
-    from torch_geometric.nn import global_mean_pool
-
-    se = (pred - label.reshape(-1, 1)) ** 2
-    return global_mean_pool(se, batch)[:, 0] if node_level else se[:, 0]
-
-
-def evaluate(model, loader, node_level: bool) -> dict[str, float]:
-    """Both scores in one pass: "pooled" (ours) and "batch_mean" (the authors' evaluate)."""
-    import torch
-
-    model.eval()
-    per_graph, per_batch = [], []
-    with torch.no_grad():
-        for batch in loader:
-            err = graph_errors(model(batch), batch.y, batch.batch, node_level)
-            per_graph.append(err)
-            per_batch.append(float(err.mean()))
-    pooled = float(torch.cat(per_graph).mean())
-    return {"pooled": math.log10(pooled), "batch_mean": math.log10(sum(per_batch)
-                                                                   / len(per_batch))}
+def scores(model, loader, node_level: bool) -> dict[str, float]:
+    """Both scores in one pass, log10: "pooled" (ours) and "batch_mean" (the authors')."""
+    pooled, batch_mean = both_scores(model, loader, node_level)
+    return {"pooled": math.log10(pooled), "batch_mean": math.log10(batch_mean)}
 
 
 def run_authors(args) -> None:
@@ -265,6 +209,9 @@ def run_authors(args) -> None:
     from torch_geometric.loader import DataLoader
 
     torch.set_num_threads(1)
+    if not _data_path(args).exists():
+        raise SystemExit(f"no exported data at {_data_path(args)}: run the `ours` step "
+                         "first with the same --task, --labels, --per-size, --data-seed")
     module, train = load_reference(Path(args.ref), Path(args.shims))
     if args.psi == "exact":
         _patch_exact_antisym(module)
@@ -293,15 +240,15 @@ def run_authors(args) -> None:
     started = time.time()
     for epoch in range(args.epochs):
         loss, _, optimizer = train(model, optimizer, loaders["train"], criterion, "cpu")
-        scores = {s: evaluate(model, loaders[s], node_level) for s in ("val", "test")}
+        score = {s: scores(model, loaders[s], node_level) for s in ("val", "test")}
         curves["train_loss"].append(loss)
         for s in ("val", "test"):
-            curves[s].append(scores[s]["pooled"])
-            curves[f"{s}_batch_mean"].append(scores[s]["batch_mean"])
-        print(f"epoch {epoch}: train loss {loss:.4g}, val {scores['val']['pooled']:.4f}, "
-              f"test {scores['test']['pooled']:.4f} ({time.time() - started:.0f} s)",
+            curves[s].append(score[s]["pooled"])
+            curves[f"{s}_batch_mean"].append(score[s]["batch_mean"])
+        print(f"epoch {epoch}: train loss {loss:.4g}, val {score['val']['pooled']:.4f}, "
+              f"test {score['test']['pooled']:.4f} ({time.time() - started:.0f} s)",
               flush=True)
-    _write(args, "authors", {
+    write_json(OUT, f"{args.tag}_authors.json", {
         "side": "authors", "task": args.task, "labels": args.labels,
         "point": {**POINT, "graph_conv": args.graph_conv, "attention": args.attention,
                   "weight_sharing": True}, "psi": args.psi, "zero_bias": args.zero_bias,
@@ -337,7 +284,6 @@ def _patch_exact_antisym(module) -> None:
 def field_authors(args) -> None:
     """One Euler step of the authors' `SWANConv` on the first validation graphs, released
     and with `--psi exact`; saves the inputs, parameters and `(x1 - x) / epsilon`."""
-    import numpy as np
     import torch
     from torch_geometric.data import Batch
 
@@ -356,9 +302,7 @@ def field_authors(args) -> None:
         arrays = {"x": x, "edge_index": batch.edge_index, "n_node": torch.tensor(
             [g.num_nodes for g in graphs]), "W": conv.W, "V_lin": conv.conv.lin.weight,
             "Z_lin": conv.antisym_conv.lin.weight, "b": conv.bias, **out}
-    path = LOGS / "field.npz"
-    np.savez(path, **{k: v.detach().numpy() for k, v in arrays.items()})
-    print(f"wrote {path}")
+    save_arrays(LOGS / "field.npz", arrays)
 
 
 def field_ours(args) -> None:
@@ -367,19 +311,13 @@ def field_ours(args) -> None:
     (A~ - A~^T) is the transpose of theirs), against both of their steps."""
     code = _use_code(args.code)
     import jax.numpy as jnp
-    import jraph
     import numpy as np
 
     import swan_jax as sj
 
     a = np.load(LOGS / "field.npz")
     n_node = a["n_node"]
-    graph = jraph.GraphsTuple(nodes=None, edges=None, senders=jnp.asarray(a["edge_index"][0]),
-                              receivers=jnp.asarray(a["edge_index"][1]), globals=None,
-                              n_node=jnp.asarray(n_node), n_edge=jnp.asarray(
-                                  [int(np.sum(np.isin(a["edge_index"][0], np.arange(lo, hi))))
-                                   for lo, hi in zip(np.cumsum(n_node) - n_node,
-                                                     np.cumsum(n_node), strict=True)]))
+    graph = batched_graph(a["edge_index"], n_node)
     cfg = sj.SWANConfig(variant="swan", adjacency="sym", beta=POINT["beta"],
                         gamma=POINT["gamma"], epsilon=POINT["epsilon"], num_layers=1)
     params = {"W": jnp.asarray(a["W"].T), "V": jnp.asarray(-a["V_lin"] / 4),
@@ -391,18 +329,13 @@ def field_ours(args) -> None:
         result[f"max_abs_diff_vs_{side}"] = float(np.abs(ours - a[side]).max())
         result[f"rows_differing_vs_{side}"] = int(np.sum(np.abs(ours - a[side]).max(1) > 1e-5))
     print(json.dumps(result, indent=1))
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "field_equivalence.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_json(OUT, "field_equivalence.json", result)
 
 
 # ------------------------------------------------------------------------------- plot
 
 def plot(args) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(len(args.tags), 2, figsize=(12, 4 * len(args.tags)),
                              squeeze=False)
     for row, group in zip(axes, args.tags, strict=True):  # one row per comma-separated group
@@ -469,23 +402,30 @@ def summarise(tags: list[str]) -> None:
     print("\n".join(rows))
 
 
+def _common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--task", choices=("sssp", "eccentricity", "diameter"), default="sssp")
+    p.add_argument("--labels", choices=("paper", "faithful", "swan-code"), default="paper")
+    p.add_argument("--tag", required=True, help="names the curve files <tag>_<side>.json")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--per-size", default="128,32,64", help="graphs per node count")
+    p.add_argument("--data-seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--note", default="", help="what this run changes, for the report")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="side", required=True)
-    ours = sub.add_parser("ours", help="generate + export the data, train our SWAN")
-    _common(ours)
+    cli = Command(OUT.name, __doc__ or "", LOGS)
+    snapshot = "import swan_jax from this folder (a snapshot)"
+    ours = _common(cli.step("ours", run_ours, "generate + export the data, train our SWAN"))
     ours.add_argument("--model", default="swan", help="swan_jax graphprop model name")
     ours.add_argument("--set", action="append", default=[],
                       help="grid override key=value (TOML value), e.g. adjacency='\"adj\"'")
     ours.add_argument("--no-final-leaky-relu", action="store_true")
-    ours.add_argument("--code", help="import swan_jax from this folder (a snapshot)")
-    authors = sub.add_parser("authors", help="train the authors' SWAN on the exported data")
-    _common(authors)
-    authors.add_argument("--ref", required=True, help="root of a gravins/SWAN checkout")
-    authors.add_argument("--shims", default=None,
-                         help="folder with the torch_scatter / ray stand-ins (default: "
-                              "written from SHIMS into logs/graphprop-differential/shims)")
+    ours.add_argument("--code", help=snapshot)
+    authors = _common(cli.step("authors", run_authors, "train the authors' SWAN on the "
+                               "exported data", reference="gravins/SWAN"))
     authors.add_argument("--graph-conv", default="AntiSymNaiveAggr",
                          choices=("AntiSymNaiveAggr", "BoundedGCNConv", "BoundedNaiveAggr"))
     authors.add_argument("--attention", action="store_true")
@@ -493,25 +433,14 @@ def main(argv: list[str] | None = None) -> int:
                          help="exact: the antisymmetric operator indexed correctly")
     authors.add_argument("--zero-bias", action="store_true",
                          help="start the SWANConv bias at 0, as ours does")
-    fa = sub.add_parser("field-authors", help="one step of the authors' SWANConv, saved")
-    _common(fa)
-    fa.add_argument("--ref", required=True)
-    fa.add_argument("--shims", default=None)
-    fo = sub.add_parser("field-ours", help="our vector field on the same inputs, compared")
-    _common(fo)
-    fo.add_argument("--code", help="import swan_jax from this folder (a snapshot)")
-    fig = sub.add_parser("plot", help="draw curves.png from the curve files")
-    fig.add_argument("--tags", nargs="+", required=True,
-                     help="one figure row per argument: comma-separated tags")
-    args = parser.parse_args(argv)
-    if args.side in ("authors", "field-authors") and args.shims is None:
-        args.shims = str(write_shims(LOGS / "shims"))
-    if args.side != "plot" and not _data_path(args).exists() and args.side == "authors":
-        raise SystemExit(f"no exported data at {_data_path(args)}: run the `ours` step "
-                         "first with the same --task, --labels, --per-size, --data-seed")
-    {"ours": run_ours, "authors": run_authors, "field-authors": field_authors,
-     "field-ours": field_ours, "plot": plot}[args.side](args)
-    return 0
+    _common(cli.step("field-authors", field_authors, "one step of the authors' SWANConv, "
+                     "saved", reference="gravins/SWAN"))
+    _common(cli.step("field-ours", field_ours, "our vector field on the same inputs, "
+                     "compared")).add_argument("--code", help=snapshot)
+    cli.step("plot", plot, "draw curves.png from the curve files").add_argument(
+        "--tags", nargs="+", required=True,
+        help="one figure row per argument: comma-separated tags")
+    return cli(argv)
 
 
 if __name__ == "__main__":

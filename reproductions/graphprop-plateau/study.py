@@ -1,6 +1,7 @@
 """Where the GraphProp plateau ends: learning curves of ADGN and SWAN on the paper's "SSSP"
 column (the Laplacian features, `paper` label setting, full data), reduced to the optimiser
-step at which each run leaves the plateau (issue 37; reproductions/graphprop-plateau/).
+step at which each run leaves the plateau (issue 37; the report is REPORT.md beside
+this file).
 
 The plateau: a model first fits the positive half of the targets and sits near the error
 of predicting every negative target as 0, `level = log10 mean_g mean_{i in g} min(y_i, 0)^2`
@@ -9,14 +10,15 @@ MSE is `MARGIN` below that level (an MSE 21% lower); steps = (epoch + 1) x 10 (5
 training graphs in batches of 512). A run that never gets there within its epochs is
 reported as not leaving: the claim can fail.
 
-    python -m benchmarks.graphprop_plateau --program DIR [--program DIR ...] \\
+    python -m reproductions.graphprop-plateau.study --program DIR [--program DIR ...] \\
         [--earlier /work/shared/measurements/2026-11-28-cpu/graphprop-budget] \\
-        --cache-dir CACHE --out reproductions/graphprop-plateau
+        --cache-dir CACHE [--out FOLDER]
 
 `--program`: a sweep's program folder (its `run.json` names each run's grid point and
 seed, `history.csv` holds the curves: `--tracker csv`). `--earlier`: the 1,500-epoch
 measurement of 2026-11-28 (ADGN and SWAN, 5 layers, epsilon 1 and 0.1), whose folder keeps
-the CSVs without run.json (`EARLIER` describes them).
+the CSVs without run.json (`EARLIER` describes them). `--out`: where `plateau.json`,
+`curves.csv` and `curves.png` go (default: beside this file, the committed ones).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from swan_jax.data import graphprop
+
+OUT = Path(__file__).resolve().parent
 MARGIN = 0.1  # log10 MSE below the plateau level that counts as having left it
 STEPS_PER_EPOCH = 10  # 5,120 training graphs, batch 512
 SCREEN_EPOCHS = (50, 100, 200, 300)  # budgets whose choice of grid point is checked
@@ -43,8 +48,6 @@ EARLIER_POINT = {"hidden": 30, "num_layers": 5, "adjacency": "sym", "gamma": 0.1
 def plateau_level(cache_dir: str | None) -> dict[str, float]:
     """Per split, log10 of the error of predicting every negative target as 0 (exact
     elsewhere), averaged as the score is (node means, then graphs)."""
-    from swan_jax.data import graphprop
-
     splits = graphprop.load_graphprop("sssp", labels="paper", cache_dir=cache_dir)
     out = {}
     for split in ("val", "test"):
@@ -213,11 +216,12 @@ def plot(runs: list[dict], level: dict[str, float], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=f"python -m reproductions.{OUT.name}.study",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--program", action="append", type=Path, default=[])
     p.add_argument("--earlier", type=Path, default=None)
     p.add_argument("--cache-dir", default=None)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     runs = [r for folder in args.program for r in program_runs(folder, folder.name)]
     if args.earlier is not None:

@@ -15,28 +15,27 @@ Three candidates, one step each (each in its own interpreter: JAX and torch neve
   stopping, best-epoch choice) on a PNA-format file written from OUR data.
 
 The authors' code is never copied here: it is imported at run time from `--ref` (a
-`git archive` outside this repository), with stand-ins (`SHIMS`, written to the log
-folder) for `ray` (`remote` as the identity) and `torch_scatter` (`scatter` on
-`torch_geometric.utils.scatter`), and with their `models/__init__.py` (which imports
+`git archive` outside this repository), with the stand-ins of
+`reproductions/_differential.py` (`SHIMS`: `ray.remote` as the identity, `torch_scatter`
+on `torch_geometric.utils.scatter`), and with their `models/__init__.py` (which imports
 `torch_sparse` and `torchdyn` for other models) bypassed: `conf.py` gets a `models`
-module holding the real ADGN class. Steps:
+module holding the real ADGN class. Steps, from the repository's root (REPORT.md beside
+this file gives every command of the report):
 
-    .venv/bin/python benchmarks/graphprop_adgn_differential.py export
-    $TORCH_PY benchmarks/graphprop_adgn_differential.py pna-data --source ours
-    $TORCH_PY benchmarks/graphprop_adgn_differential.py pna-data --source pna --pna <pna root>
-    $TORCH_PY benchmarks/graphprop_adgn_differential.py compare
-    $TORCH_PY benchmarks/graphprop_adgn_differential.py authors --data ours --tag adj-eps1 \\
-        --ref <Anti-SymmetricDGN root>
-    .venv/bin/python benchmarks/graphprop_adgn_differential.py plot --ours <history.csv> ...
+    S=reproductions.graphprop-adgn-differential.study
+    .venv/bin/python -m $S export
+    $TORCH_PY -m $S pna-data --source ours
+    $TORCH_PY -m $S pna-data --source pna --pna <pna root>
+    $TORCH_PY -m $S compare
+    $TORCH_PY -m $S authors --data ours --tag adj-eps1 --ref <Anti-SymmetricDGN root>
+    .venv/bin/python -m $S plot --ours <label>=<history.csv>:<run> ...
 
-Outputs: `reproductions/graphprop-adgn-differential/` (curve JSON / CSV, `data.json`,
-`curves.png`); logs, data files and the shims: `logs/graphprop-adgn-differential/`
-(git-ignored).
+Outputs: beside this file (curve JSON / CSV, `data.json`, `curves.png`); logs, data files
+and the shims: `logs/graphprop-adgn-differential/` (git-ignored).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import importlib.util
 import json
@@ -48,47 +47,36 @@ import types
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "reproductions" / "graphprop-adgn-differential"
+from reproductions._differential import (
+    ROOT,
+    Command,
+    batched_graph,
+    both_scores,
+    pyplot,
+    reference_code,
+    save_arrays,
+    write_json,
+)
+
+OUT = Path(__file__).resolve().parent
 LOGS = ROOT / "logs" / "graphprop-adgn-differential"
 SPLITS = ("train", "val", "test")
 DIM = "25-35"  # the authors' loader reads pna_dataset_25-35.pkl (pna_dataset.py, line 43)
 NODE_RANGE = range(25, 35)  # PNA's `N` with the authors' node counts (see pna_data)
 # The point of the CPU measurement (shared/measurements/2026-11-28-cpu/graphprop-budget).
 POINT = {"hidden": 30, "num_layers": 5, "gamma": 0.1}
+ADGN = "gravins/Anti-SymmetricDGN"  # the authors' repository (graph_prop_pred/)
 # conf.py: c5 aggregates by a plain neighbour sum `A x V^T`, c4 by a GCNConv
 # (`D^-1/2 (A + I) D^-1/2 x W^T`); both with weight sharing, as the paper's ADGN.
 ADGN_MODELS = {"sum": "GraphAntiSymmetricNN_weight_sharing_GraphProp",
                "gcnnorm": "GraphAntiSymmetricNN_weight_sharing_gcnnorm_GraphProp"}
 
-SHIMS = {  # stand-ins for imports of the reference without a usable PyPI wheel
-    "torch_scatter.py": (
-        '"""torch_scatter stand-in: the function train_GraphProp imports."""\n'
-        "from torch_geometric.utils import scatter as _scatter\n\n\n"
-        "def scatter(src, index, dim=0, out=None, dim_size=None, reduce='sum'):\n"
-        "    return _scatter(src, index, dim=dim, dim_size=dim_size, reduce=reduce)\n"),
-    "ray.py": (
-        '"""ray stand-in: train_GraphProp decorates its pipeline with ray.remote; here it\n'
-        'runs in this process."""\n\n\n'
-        "def remote(*args, **kwargs):\n"
-        "    if len(args) == 1 and callable(args[0]) and not kwargs:\n"
-        "        return args[0]\n"
-        "    return lambda f: f\n"),
-}
-
-
-def _write_json(name: str, payload: dict[str, Any]) -> Path:
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / name
-    path.write_text(json.dumps(payload, indent=1) + "\n")
-    print(f"wrote {path}", flush=True)
-    return path
-
 
 # ------------------------------------------------------------------------ our data
 
 def export(args) -> None:
-    """Our raw splits (all three PNA node columns and the diameter) as arrays."""
+    """Our raw splits (all three PNA node columns and the diameter) as arrays. (swan_jax
+    imported here: the authors' steps run in a venv without JAX.)"""
     import numpy as np
 
     from swan_jax.data import graphprop
@@ -290,7 +278,7 @@ def compare(args) -> None:
             result[source] = data_stats(path)
     if not result:
         raise SystemExit(f"no PNA-format files under {LOGS}: run the pna-data step first")
-    _write_json("data.json", result)
+    write_json(OUT, "data.json", result)
     keys = [k for k in next(iter(result.values()))["train"]
             if k not in ("node_counts", "graphs_per_count")]
     lines = ["| quantity | " + " | ".join(f"{s} {src}" for src in result for s in SPLITS)
@@ -314,11 +302,8 @@ def _import_file(name: str, path: Path):
 
 def load_reference(ref: Path, shims: Path):
     """The authors' `train_GraphProp` and `conf` modules, imported from `ref`."""
-    code = ref / "graph_prop_pred"
-    if not (code / "models" / "antisymmetric_GraphProp.py").is_file():
-        raise SystemExit(f"--ref {ref}: no graph_prop_pred/models/antisymmetric_GraphProp.py "
-                         "(give the root of a gravins/Anti-SymmetricDGN copy)")
-    sys.path[:0] = [str(shims), str(code)]
+    code = reference_code(ref, shims, code="graph_prop_pred",
+                          marker="models/antisymmetric_GraphProp.py", repo=ADGN)
     adgn = _import_file("antisymmetric_GraphProp", code / "models" /
                         "antisymmetric_GraphProp.py")
     models = types.ModuleType("models")  # their models/__init__ imports torch_sparse etc.
@@ -381,19 +366,9 @@ def run_authors(args) -> None:
 
     def evaluate(model, criterion, dataloader, device):
         """Theirs (`train_GraphProp.evaluate`: mean of the batch losses, log10), and in the
-        same pass the per-graph errors for our pooled score. The first call also runs their
-        own function and checks that the values are the same."""
-        from torch_geometric.nn import global_mean_pool
-
-        model.eval()
-        losses, per_graph = [], []
-        with torch.no_grad():
-            for batch in dataloader:
-                out = model(batch)
-                losses.append(criterion(out, batch.y, batch.batch).item())
-                se = (out - batch.y.reshape(-1, 1)) ** 2
-                per_graph.append(global_mean_pool(se, batch.batch)[:, 0])
-        loss = sum(losses) / len(losses)
+        same pass our pooled score. The first call also runs their own function and checks
+        that the values are the same."""
+        pooled, loss = both_scores(model, dataloader, True, criterion)
         if not checked:
             theirs = original_evaluate(model, criterion, dataloader, device)
             if abs(theirs[0] - loss) > 1e-6 * abs(loss):
@@ -401,7 +376,7 @@ def run_authors(args) -> None:
             checked.append(theirs[0])
         split = "val" if len(curves["val"]) == len(curves["test"]) else "test"
         curves[f"{split}_batch_mean"].append(math.log10(loss))
-        curves[split].append(math.log10(float(torch.cat(per_graph).mean())))
+        curves[split].append(math.log10(pooled))
         if split == "test":
             curves["seconds"].append(time.time() - started)
             epoch = len(curves["test"]) - 1
@@ -413,7 +388,7 @@ def run_authors(args) -> None:
         return loss, np.log10(loss)
 
     def save(finished: bool, their_result: dict | None = None) -> None:
-        _write_json(f"{args.tag}_authors.json", {
+        write_json(OUT, f"{args.tag}_authors.json", {
             "side": "authors", "finished": finished,
             "code": f"gravins/Anti-SymmetricDGN graph_prop_pred, {model}",
             "data": args.data, "config": config, "their_result": their_result,
@@ -450,27 +425,20 @@ def field_authors(args) -> None:
     with torch.no_grad():
         step = (conv(x, edge_index) - x) / args.epsilon
     arrays = {"x": x, "edge_index": edge_index, "n_node": torch.tensor(n_node),
-              "n_edge": torch.tensor(n_edge), "W": conv.W, "V_lin": conv.lin.weight,
-              "b": conv.bias, "step": step}
-    LOGS.mkdir(parents=True, exist_ok=True)
-    np.savez(LOGS / "field.npz", **{k: v.detach().numpy() for k, v in arrays.items()})
-    print(f"wrote {LOGS / 'field.npz'}")
+              "W": conv.W, "V_lin": conv.lin.weight, "b": conv.bias, "step": step}
+    save_arrays(LOGS / "field.npz", arrays)
 
 
 def field_ours(args) -> None:
     """Our `vector_field` (variant adgn) with their parameters mapped onto ours (W = W_a^T,
     V = V_lin^T, b = b), for both of our adjacencies, against their step."""
     import jax.numpy as jnp
-    import jraph
     import numpy as np
 
     import swan_jax as sj
 
     a = np.load(LOGS / "field.npz")
-    graph = jraph.GraphsTuple(nodes=None, edges=None, globals=None,
-                              senders=jnp.asarray(a["edge_index"][0]),
-                              receivers=jnp.asarray(a["edge_index"][1]),
-                              n_node=jnp.asarray(a["n_node"]), n_edge=jnp.asarray(a["n_edge"]))
+    graph = batched_graph(a["edge_index"], a["n_node"])
     params = {"W": jnp.asarray(a["W"].T), "V": jnp.asarray(a["V_lin"].T),
               "b": jnp.asarray(a["b"])}
     result = {"nodes": int(a["n_node"].sum()), "max_abs_step": float(np.abs(a["step"]).max())}
@@ -480,7 +448,7 @@ def field_ours(args) -> None:
         ours = np.asarray(sj.vector_field(params, graph, jnp.asarray(a["x"]), cfg))
         result[f"max_abs_diff_{adjacency}"] = float(np.abs(ours - a["step"]).max())
     print(json.dumps(result, indent=1))
-    _write_json("field_equivalence.json", result)
+    write_json(OUT, "field_equivalence.json", result)
 
 
 # --------------------------------------------------------------------- curves, figure
@@ -500,11 +468,7 @@ def read_ours(path: Path, run: int) -> dict[str, list]:
 
 
 def plot(args) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     series = []
     for spec in args.ours:  # label=path:run
         label, rest = spec.split("=", 1)
@@ -575,51 +539,37 @@ def summarise(series: list, at: list[int]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="step", required=True)
-    ex = sub.add_parser("export", help="our raw splits as arrays (this repository's venv)")
+    cli = Command(OUT.name, __doc__ or "", LOGS)
+    ex = cli.step("export", export, "our raw splits as arrays (this repository's venv)")
     ex.add_argument("--cache", default=str(LOGS / "cache"), help="our data cache folder")
     ex.add_argument("--data-seed", type=int, default=1234)
-    pd = sub.add_parser("pna-data", help="a PNA-format file from our data or PNA's generator")
+    pd = cli.step("pna-data", pna_data, "a PNA-format file from our data or PNA's generator")
     pd.add_argument("--source", choices=("ours", "pna"), required=True)
     pd.add_argument("--pna", help="root of a lukecavabarrett/pna copy (--source pna)")
     pd.add_argument("--data-seed", type=int, default=1234)
-    sub.add_parser("compare", help="counts, sizes and labels of both files")
-    au = sub.add_parser("authors", help="the authors' ADGN pipeline on one PNA-format file")
-    au.add_argument("--ref", required=True, help="root of a gravins/Anti-SymmetricDGN copy")
+    cli.step("compare", compare, "counts, sizes and labels of both files")
+    au = cli.step("authors", run_authors, "the authors' ADGN pipeline on one PNA-format file",
+                  reference=ADGN)
     au.add_argument("--data", choices=("ours", "pna"), default="ours")
     au.add_argument("--tag", required=True)
-    au.add_argument("--epsilon", type=float, default=1.0)
     au.add_argument("--aggregation", choices=tuple(ADGN_MODELS), default="sum",
                     help="sum: their c5 model (our adjacency adj); gcnnorm: c4 (GCNConv)")
     au.add_argument("--epochs", type=int, default=1500)
     au.add_argument("--patience", type=int, default=100)
-    au.add_argument("--seed", type=int, default=0)
     au.add_argument("--print-every", type=int, default=25)
-    au.add_argument("--shims", default=None)
-    fa = sub.add_parser("field-authors", help="one step of their AntiSymmetricConv, saved")
-    fa.add_argument("--ref", required=True)
-    fa.add_argument("--epsilon", type=float, default=1.0)
-    fa.add_argument("--seed", type=int, default=0)
-    fa.add_argument("--shims", default=None)
-    fo = sub.add_parser("field-ours", help="our ADGN field on the same inputs, compared")
-    fo.add_argument("--epsilon", type=float, default=1.0)
-    pl = sub.add_parser("plot", help="curves.png and curves.csv")
+    fa = cli.step("field-authors", field_authors, "one step of their AntiSymmetricConv, "
+                  "saved", reference=ADGN)
+    fo = cli.step("field-ours", field_ours, "our ADGN field on the same inputs, compared")
+    for p in (au, fa, fo):
+        p.add_argument("--epsilon", type=float, default=1.0)
+    for p in (au, fa):
+        p.add_argument("--seed", type=int, default=0)
+    pl = cli.step("plot", plot, "curves.png and curves.csv")
     pl.add_argument("--ours", nargs="*", default=[], help="label=history.csv:run")
     pl.add_argument("--authors", nargs="*", default=[], help="label=curve json")
     pl.add_argument("--at", type=lambda v: [int(e) for e in v.split(",")],
                     default=[0, 25, 50, 100, 200, 300], help="epochs of the summary table")
-    args = parser.parse_args(argv)
-    if args.step in ("authors", "field-authors") and args.shims is None:
-        LOGS.joinpath("shims").mkdir(parents=True, exist_ok=True)
-        for name, text in SHIMS.items():
-            (LOGS / "shims" / name).write_text(text)
-        args.shims = str(LOGS / "shims")
-    {"export": export, "pna-data": pna_data, "compare": compare, "authors": run_authors,
-     "field-authors": field_authors, "field-ours": field_ours,
-     "plot": plot}[args.step](args)
-    return 0
+    return cli(argv)
 
 
 if __name__ == "__main__":
