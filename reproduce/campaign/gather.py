@@ -46,17 +46,6 @@ def _norm(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def runs(root: Path) -> list[dict[str, Any]]:
-    """Every collected run's results under `root`."""
-    out = []
-    for path in sorted(root.glob("*/results.json")):
-        try:
-            out.append(json.loads(path.read_text()))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 def _summaries(cell: Cell, collected: Sequence[Mapping[str, Any]]) -> list[dict | None]:
     """Per cell of the sweep cell, its summary in a collected run at its protocol."""
     exp, cfg = cell_config(cell)

@@ -32,6 +32,7 @@ from reproduce.campaign.cells import (
 )
 from reproduce.device import device_kind
 from reproduce.results import ReproductionsError
+from reproduce.results.store import load_runs
 from swan_jax.experiments.cluster import SlurmOptions
 
 # The repository's data beside it (../shared/data), as the Makefile finds it.
@@ -67,7 +68,7 @@ class Options:
 def chosen(opts: Options) -> list[Cell]:
     """The runnable cells matching `opts.cells`, not collected, in priority order."""
     cells = load_cells(opts.plan)
-    collected = gather.runs(opts.reproductions)
+    collected = [run.results for run in load_runs(opts.reproductions)[0]]
     by_id = {c.id: c for c in cells}
     cells = [gather.resolve(c, by_id, collected) for c in matching(cells, opts.cells)]
     return [c for c in cells if c.runnable and not gather.is_done(
