@@ -5,7 +5,6 @@ only by one at least as large in every `protocol.protocol_measures`, unless `for
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,17 +52,6 @@ def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
 
 def read_history_lines(folder: Path | None) -> list[dict[str, Any]]:
     return read_history(folder) if folder and (folder / "history.jsonl").exists() else []
-
-
-def timing(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Median seconds per epoch, the first (compiling) one left out when there are others."""
-    steady = list(lines[1:]) or list(lines)
-    out: dict[str, Any] = {"epochs": len(lines)}
-    for key in ("train_seconds", "eval_seconds", "seconds", "steps"):
-        values = [float(h[key]) for h in steady if isinstance(h.get(key), int | float)]
-        if values:
-            out[f"{key}_median" if key != "steps" else "steps"] = statistics.median(values)
-    return out
 
 
 def _round(value: Any) -> Any:
@@ -121,7 +109,7 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
                         "runs": [{"run": r["run"], "seed": r["seed"], "hparams": r["hparams"]}
                                  for r in info.get("runs") or []],
                         "epochs_done": len(lines), "epochs_cap": config.get("epochs"),
-                        "timing": timing(lines), "folder": run_file.parent})
+                        "folder": run_file.parent})
     return out
 
 
@@ -200,16 +188,6 @@ def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
     return results, raw.decode()
 
 
-def _timings(records: Sequence[Mapping[str, Any]], source: Path, dest: Path
-             ) -> dict[str, Any]:
-    """Per program its `timing`; one whose folder is gone keeps the timing collected into
-    `dest` before (a campaign cell collected earlier, its run folder since removed)."""
-    new = {r["name"]: timing(read_history_lines(program_folder(r, source))) for r in records}
-    old = read_json(dest / COLLECTED_FILE) if (dest / COLLECTED_FILE).exists() else {}
-    return new | {k: v for k, v in (old.get("programs") or {}).items()
-                  if new.get(k, {}).get("epochs", 0) == 0}
-
-
 def collect(source: str | Path, root: str | Path = "reproductions", *, name: str | None = None,
             force: bool = False, history: str = "auto", note: str | None = None,
             max_mb: float = MAX_MB) -> list[str]:
@@ -228,7 +206,6 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
         "source": str(source), "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
         "experiment": results["experiment"], "note": note,
         "notes": [str(n) for n in results.get("notes") or []],
-        "programs": _timings(records, source, dest),
         "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}
                         for p in running]}
     dest.mkdir(parents=True, exist_ok=True)

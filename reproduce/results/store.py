@@ -1,6 +1,6 @@
 """The committed `reproductions/` folder: `paper_values.json` (the paper's numbers and
 protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
-`collected.json` (source, per-program timings, notes), optional `history.json` (curves),
+`collected.json` (source, notes, programs in progress), optional `history.json` (curves),
 and `figures/*.png` (drawn by `render`); reading it."""
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def load_run(folder: Path) -> Run | None:
     if (folder / COLLECTED_FILE).exists():
         collected = read_json(folder / COLLECTED_FILE)
     else:
-        problems.append(f"no {COLLECTED_FILE} (timings and notes unknown)")
+        problems.append(f"no {COLLECTED_FILE} (source and notes unknown)")
     if not (folder / CONFIG_FILE).exists() and results.get("experiment") not in MEASUREMENTS:
         problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
                         f"{RESULTS_FILE}'s copy of the configuration)")
