@@ -4,16 +4,14 @@ trained GCN on Peptides-func, beside the paper's averages (SWAN about 0.6%, GCN 
 
     python -m reproduce.jacobian                         # -> reproductions/jacobian-<kind>/
     python -m reproduce.jacobian --limit 1500 --epochs 5  # a reduced run (say so beside it)
-    python -m reproduce.jacobian --swan-checkpoint runs/x/checkpoints/peptides-func/swan/...
 
 Both models are the LRGB experiment's packaged point (`benchmarks.common.lrgb_model`;
 `--hidden`, `--layers`, SWAN's `--epsilon`: LRGB's 1, the paper's grid also has 0.01),
-trained `--epochs` epochs on the first `--limit` raw rows (default: all), or SWAN read from
-`--swan-checkpoint`. On the `--graphs` smallest test graphs (dense `[N d, N d]`
-Jacobians), with `swan_jax.analysis`: SWAN's field Jacobian `J(l)` at each layer's state
-(the paper's `J(t)`) and its Euler layer map `I + epsilon J(l)`, GCN's layer map; then
-`||J(l) - J(l-1)||_F / ||J(l-1)||_F` per layer (`jacobian_drift`). The paper does not say
-which graphs, norm or training length.
+trained `--epochs` epochs on the first `--limit` raw rows (default: all). On the `--graphs`
+smallest test graphs (dense `[N d, N d]` Jacobians), with `swan_jax.analysis`: SWAN's field
+Jacobian `J(l)` at each layer's state (the paper's `J(t)`) and its Euler layer map
+`I + epsilon J(l)`, GCN's layer map; then `||J(l) - J(l-1)||_F / ||J(l-1)||_F` per layer
+(`jacobian_drift`). The paper does not say which graphs, norm or training length.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from benchmarks.common import lrgb_model, machine
 from reproduce.device import device_kind
 from reproduce.results import figures
 from reproduce.runtime import output_arguments, write_run
-from swan_jax.analysis import load_checkpoint_params
 from swan_jax.data import load_peptides_func
 from swan_jax.data.errors import DataError
 from swan_jax.train import TrainConfig, train
@@ -57,7 +54,6 @@ class Setting:
     layers: int = 5
     epsilon: float = 1.0  # SWAN's step (LRGB's packaged point; the paper's grid: 1, 0.01)
     seed: int = 0
-    swan_checkpoint: str | None = None  # a checkpoint folder of SWAN instead of training
 
     def problem(self) -> tuple[str, str] | None:
         for name in ("epochs", "graphs", "hidden", "layers"):
@@ -67,8 +63,6 @@ class Setting:
             return "epsilon", f"must be > 0 (got {self.epsilon})"
         if self.limit is not None and self.limit < 10:
             return "limit", f"must be at least 10 raw rows (got {self.limit})"
-        if self.swan_checkpoint is not None and not Path(self.swan_checkpoint).is_dir():
-            return "swan_checkpoint", f"{self.swan_checkpoint}: no such folder"
         return None
 
 
@@ -139,12 +133,8 @@ def measure(setting: Setting, work: Path, *, splits=None, on_epoch_end=None
     chosen = [int(i) for i in order[:setting.graphs]]  # the smallest test graphs
     models: dict[str, Any] = {}
     for kind in MODELS:
-        if kind == "swan" and setting.swan_checkpoint:
-            variables = load_checkpoint_params(setting.swan_checkpoint, run=0)
-            trained = {"checkpoint": setting.swan_checkpoint}
-        else:
-            print(f"jacobian: training {kind} for {setting.epochs} epoch(s) ...", flush=True)
-            variables, trained = train_model(kind, splits, setting, work, on_epoch_end)
+        print(f"jacobian: training {kind} for {setting.epochs} epoch(s) ...", flush=True)
+        variables, trained = train_model(kind, splits, setting, work, on_epoch_end)
         model = build_model(kind, setting)
         print(f"jacobian: {kind}: Jacobians on {len(chosen)} graph(s) ...", flush=True)
         per_graph = [relative_changes(kind, model, variables, splits["test"][i])
@@ -198,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     for field in dataclasses.fields(Setting):  # --epochs, --limit, ... (Setting's comments)
         p.add_argument("--" + field.name.replace("_", "-"), default=field.default,
-                       type={"limit": int, "swan_checkpoint": str}.get(
-                           field.name, type(field.default)), help=f"default {field.default}")
+                       type=int if field.name == "limit" else type(field.default),
+                       help=f"default {field.default}")
     output_arguments(p, EXPERIMENT)
     p.add_argument("--work", type=Path, default=None,
                    help="checkpoints of the training (default: a temporary folder)")

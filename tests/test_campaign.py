@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reproduce.campaign import carry, cells, gather, legacy, loop
+from reproduce.campaign import carry, cells, gather, loop
 from reproduce.campaign.__main__ import deadline, main
 from reproduce.campaign.merge import merge_window
 
@@ -104,28 +104,6 @@ def test_a_run_folder_carried_in_parts_comes_back_whole(tmp_path):
         STATE)
     assert not (tmp_path / "back" / "submitit").exists()
     assert carry.progress_of(tmp_path / "carried", "other") == (-1, -1)
-
-
-def test_a_former_bundle_is_restored_as_a_run_folder_the_experiment_resumes(tmp_path):
-    # a former bundle as the campaign wrote them (graphprop/sssp/gcn's, whose layer has
-    # changed since: kept here, out of the campaign's bundles)
-    bundle = REPO / "tests" / "fixtures" / "graphprop__sssp__gcn.npz"
-    meta = legacy.restore(bundle, tmp_path / "run")
-    programs, epochs = carry.progress(tmp_path / "run")
-    assert programs == len(meta["records"]) > 0
-    assert epochs == sum(p["epoch"] for p in meta["programs"]) > 0
-    assert all(json.loads((tmp_path / "run" / p["folder"] / "run.json").read_text())
-               for p in meta["programs"])
-    # `convert`: the same, carried in the new form, the former bundle removed
-    opts = setup(tmp_path, "tree")
-    (opts.reproductions / "campaign" / "plan.toml").write_text(
-        '[[cell]]\nid = "graphprop/sssp/gcn"\nexperiment = "graphprop"\npriority = 1\n')
-    (opts.reproductions / "campaign" / "bundles").mkdir()
-    shutil.copy(bundle, opts.reproductions / "campaign" / "bundles")
-    assert main(["convert", "--plan", str(opts.plan), "--reproductions",
-                 str(opts.reproductions), "--work", str(opts.work)]) == 0
-    assert carry.progress_of(opts.carried, "graphprop__sssp__gcn") == (programs, epochs)
-    assert not list((opts.reproductions / "campaign" / "bundles").glob("*"))
 
 
 # ====================================================================== the loop

@@ -269,10 +269,10 @@ def graphprop_cell(task, labels, model, test, **kw):
 
 
 def test_a_graphprop_model_at_the_constant_floor_is_never_better_than_the_paper(repro):
-    cells = [graphprop_cell("sssp", "paper", "gcn", 0.9330),  # paper 0.9499: "better"?
-             graphprop_cell("sssp", "paper", "constant", 0.9330)]
+    cells = [graphprop_cell("sssp", "paper", "gcn", 0.9330)]  # paper 0.9499: "better"?
     write_results(repro / "graphprop", "graphprop", config(per_size=[512, 128, 256]),
-                  cells, [])
+                  cells, [], constant_predictor=[{"task": "sssp", "labels": "paper",
+                                                  "test": 0.9330}])
     text = rendered(repro)
     gcn = row(text, "GCN", LAPLACIAN)
     assert "at the constant predictor's level" in gcn and "better" not in gcn
@@ -329,15 +329,6 @@ def test_a_newly_collected_full_protocol_graphprop_cell_is_shown_as_full(repro):
     assert "| Table 1: graph property prediction | 33 | 24 | 1 | 0 | 23 |" in rendered(repro)
 
 
-def test_graphprop_legacy_label_columns_are_never_compared_with_the_paper(repro):
-    cells = [summary({"task": "sssp", "label_columns": "paper", "model": "swan"}, -3.2,
-                     metric="log10_mse")]
-    write_results(repro / "graphprop", "graphprop", config(), cells, [])
-    text = rendered(repro)
-    assert "| -3.2370 ± 0.0834 | not run |" in row(text, "SWAN", LAPLACIAN)
-    assert "| sssp / paper / swan |" in runs_md(repro)  # its own columns, faithful labels
-
-
 def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
     cells = [summary({"dataset": "peptides-func", "variant": "swan"}, 0.6313, test_std=0.004,
                      metric="ap", seeds=(0,), epochs=300),
@@ -363,19 +354,10 @@ def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
 
 
 def test_node_classification_scores_and_times_beside_the_paper(repro):
-    cells = [summary({"dataset": "tolokers", "model": "swan"}, 0.8401, test_std=0.005,
-                     metric="roc_auc")]
-    records = [record({"dataset": "tolokers", "model": "swan", "split": s}, [{}],
-                      metric="roc_auc") for s in range(2)]
-    for i, rec in enumerate(records):
-        rec["name"] = f"tolokers/swan/{i}/program"
-    write_results(repro / "node_classification", "node_classification", config(), cells,
-                  records)
-    (repro / "node_classification" / "collected.json").write_text(json.dumps(
-        {"programs": {"tolokers/swan/0/program": {"train_seconds_median": 1.0,
-                                                  "eval_seconds_median": 0.2},
-                      "tolokers/swan/1/program": {"train_seconds_median": 3.0,
-                                                  "eval_seconds_median": 0.4}}}))
+    cells = [{**summary({"dataset": "tolokers", "model": "swan"}, 0.8401, test_std=0.005,
+                        metric="roc_auc"), "train_ms_per_epoch": 2000.0,
+              "eval_ms_per_epoch": 300.0}]
+    write_results(repro / "node_classification", "node_classification", config(), cells, [])
     text = rendered(repro)
     swan = row(text, "SWAN", "Tolokers")
     assert "| 84.01 ± 0.54; 142.6 / 82.1 ms | 84.01 ± 0.50; 2000.0 / 300.0 ms | within" in swan
@@ -508,7 +490,7 @@ def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
     printed = capsys.readouterr().out
     assert "warning:" in printed and "no results.json" in printed
     runs = runs_md(repro)
-    assert "- Problem: no collected.json (timings and notes unknown)" in runs
+    assert "- Problem: no collected.json (source and notes unknown)" in runs
     assert "- Problem: no config.toml" in runs
     assert "- Incomplete: " in out.read_text() and "graphprop: no results.json" in out.read_text()
     assert "__pycache__" not in out.read_text() + printed
@@ -538,12 +520,11 @@ def lrgb_results(root: Path, *, epochs: int = 300, seeds=(0, 1), moved: bool = T
     cell = summary(axes, 0.6, metric="ap", best=points[1], seeds=seeds, epochs=epochs)
     cfg = config(epochs=epochs, seeds=list(seeds), patience=None, optimizer="adamw",
                  limit=None, grid={"learning_rate": [0.001, 0.0005]})
-    write_results(root, "lrgb", cfg, [cell], [rec])
-    (root / "table.md").write_text("# LRGB\n\nNotes: grid paper; first 40 graphs only.\n")
+    write_results(root, "lrgb", cfg, [cell], [rec], notes=["grid paper", "first 40 graphs only"])
     return root
 
 
-def test_collect_copies_the_small_files_timings_notes_and_selected_curves(tmp_path):
+def test_collect_copies_the_small_files_notes_and_selected_curves(tmp_path):
     source = lrgb_results(tmp_path / "results" / "lrgb")
     lines = collect(source, tmp_path / "reproductions")
     dest = tmp_path / "reproductions" / "lrgb"
@@ -553,9 +534,6 @@ def test_collect_copies_the_small_files_timings_notes_and_selected_curves(tmp_pa
     assert "1 finished program(s), 0 in progress, 1 curve(s)" in lines[-1]
     collected = json.loads((dest / "collected.json").read_text())
     assert collected["notes"] == ["grid paper", "first 40 graphs only"]
-    timing = collected["programs"]["peptides-func/swan/program"]
-    assert timing["train_seconds_median"] == 0.75  # the compiling first epoch left out
-    assert timing["eval_seconds_median"] == 0.25 and timing["epochs"] == 3
     program = json.loads((dest / "history.json").read_text())["programs"][0]
     assert [r["run"] for r in program["runs"]] == [2, 3]  # the selected grid point only
     assert [r["hparams"] for r in program["runs"]] == [{"learning_rate": 0.0005}] * 2

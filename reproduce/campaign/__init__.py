@@ -5,5 +5,5 @@ claims first, until a deadline, on any machine; resumable from git alone.
 - `loop`: one call (`run_campaign`): cells in priority order until `--until`;
 - `carry`: a run folder compressed into parts for git, and back;
 - `gather`: finished cells collected into `reproductions/campaign-<group>/`;
-- `merge`: a GPU window's run folders taken back; `legacy`: the former bundles' reader.
+- `merge`: a GPU window's run folders taken back.
 """

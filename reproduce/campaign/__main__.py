@@ -5,7 +5,6 @@
     python -m reproduce.campaign run --executor slurm --slurm-config cluster.toml [...]
     python -m reproduce.campaign status [--cells ...]
     python -m reproduce.campaign merge runs/gpu_window/window.tar
-    python -m reproduce.campaign convert      # former bundles -> carried run folders
 
 `run` runs the cells of `reproductions/campaign/plan.toml` that match `--cells` and are
 not collected yet, in their declared priority, each by its experiment's own command with
@@ -24,8 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reproduce.campaign import carry, legacy
-from reproduce.campaign.cells import PLAN_FILE, PlanError, load_cells
+from reproduce.campaign.cells import PLAN_FILE, PlanError
 from reproduce.campaign.loop import Options, run_campaign, status
 from reproduce.campaign.merge import merge_window
 from reproduce.results import ReproductionsError
@@ -53,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog="\n".join(doc[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", nargs="?", default="run",
-                   choices=("run", "status", "merge", "convert"))
+                   choices=("run", "status", "merge"))
     p.add_argument("sources", nargs="*", type=Path, help="merge: the windows' tars")
     p.add_argument("--until", type=deadline, default=float("inf"),
                    help="the deadline: HH:MM (local time) or minutes from now")
@@ -70,23 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", default="", help="a line stored with the collected cells")
     add_arguments(p)  # --executor slurm: each cell a job
     return p
-
-
-def convert(opts: Options) -> list[str]:
-    """Every former bundle carried in the new form (restored into its run folder, unless
-    this machine has that run folder already: the former campaign trained it here), then
-    removed."""
-    lines = []
-    for cell in load_cells(opts.plan):
-        old = legacy.files(opts.reproductions, cell.slug)
-        if old:
-            run = opts.work / cell.slug
-            if not any(run.rglob("run.json")) and not (run / "results.json").exists():
-                legacy.restore(old[0], run)  # else the run folder here is as new or newer
-            written = carry.pack(run, opts.carried, cell.slug)
-            legacy.remove(opts.reproductions, cell.slug)
-            lines.append(f"{cell.id}: {old[0]} -> {len(written)} carried part(s)")
-    return lines or ["no former bundle"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,8 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines = [line for s in args.sources for line in merge_window(s, opts)]
         elif args.command == "status":
             lines = status(opts)
-        elif args.command == "convert":
-            lines = convert(opts)
         else:
             run_campaign(opts)  # prints as it goes
             return 0

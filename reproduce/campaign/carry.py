@@ -13,6 +13,7 @@ import io
 import json
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 
 MAX_MB = 4.5  # the repository takes no file over 5 MB
@@ -79,16 +80,6 @@ def progress_of(folder: Path, slug: str) -> tuple[int, int]:
     """`progress` of the carried copy of `slug` ((-1, -1) when there is none)."""
     if not parts(folder, slug):
         return -1, -1
-    records, epochs = 0, 0
-    data = b"".join(p.read_bytes() for p in parts(folder, slug))
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            name = Path(member.name)
-            reader = tar.extractfile(member) if member.isfile() else None
-            if reader is None:
-                continue
-            if name.name == "history.jsonl":
-                epochs += len(reader.read().splitlines())
-            elif name.as_posix() in ("results.json", "./results.json"):
-                records = len(json.loads(reader.read()).get("records") or [])
-    return records, epochs
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(folder, slug, Path(tmp) / slug)
+        return progress(Path(tmp) / slug)

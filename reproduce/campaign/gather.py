@@ -46,17 +46,6 @@ def _norm(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def runs(root: Path) -> list[dict[str, Any]]:
-    """Every collected run's results under `root`."""
-    out = []
-    for path in sorted(root.glob("*/results.json")):
-        try:
-            out.append(json.loads(path.read_text()))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 def _summaries(cell: Cell, collected: Sequence[Mapping[str, Any]]) -> list[dict | None]:
     """Per cell of the sweep cell, its summary in a collected run at its protocol."""
     exp, cfg = cell_config(cell)
@@ -141,10 +130,7 @@ def collect_cell(cell: Cell, run: Path, root: Path, device_kind: str, note: str
     cfg = dataclasses.replace(cfg, **{k: _runnable(cfg, k, merged["config"][k])
                                       for k in selectors})
     write_text_atomic(staging / "config.toml", dump_toml(cfg, exp.name))
-    timings = _timings(root / name)
-    lines = collect(staging, root, name=name, note=note)
-    _keep_timings(root / name, timings)
-    return lines
+    return collect(staging, root, name=name, note=note)
 
 
 def _runnable(cfg: Any, key: str, values: Sequence[Any]) -> tuple[Any, ...]:
@@ -160,19 +146,3 @@ def _runnable(cfg: Any, key: str, values: Sequence[Any]) -> tuple[Any, ...]:
         kept.append(value)
     return tuple(kept)
 
-
-def _timings(folder: Path) -> dict[str, Any]:
-    path = folder / "collected.json"
-    return json.loads(path.read_text()).get("programs", {}) if path.exists() else {}
-
-
-def _keep_timings(folder: Path, old: Mapping[str, Any]) -> None:
-    """Per-program timings of cells collected before (their run folders may be gone)."""
-    path = folder / "collected.json"
-    collected = json.loads(path.read_text())
-    programs = collected.get("programs") or {}
-    for key, timing in old.items():
-        if programs.get(key, {}).get("epochs", 0) == 0:
-            programs[key] = timing
-    collected["programs"] = programs
-    write_text_atomic(path, json.dumps(collected, indent=1) + "\n")

@@ -1,7 +1,7 @@
 """One call of the campaign: the chosen cells in priority order until a deadline.
 
 Per runnable cell not collected yet: its run folder brought up to the newest state this
-tree knows (`prepare`: carried parts or a former bundle); its command run until it ends
+tree knows (`prepare`: its carried parts); its command run until it ends
 or the deadline, then SIGTERM (the command saves the epoch under way; SIGKILL after
 `grace` s); a finished folder collected, an unfinished one carried (`settle`). Then
 RESULTS.md is re-rendered. The same loop serves a CPU background run and a GPU window;
@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from reproduce.campaign import carry, gather, legacy
+from reproduce.campaign import carry, gather
 from reproduce.campaign.cells import (
     PLAN_FILE,
     Cell,
@@ -32,6 +32,7 @@ from reproduce.campaign.cells import (
 )
 from reproduce.device import device_kind
 from reproduce.results import ReproductionsError
+from reproduce.results.store import load_runs
 from swan_jax.experiments.cluster import SlurmOptions
 
 # The repository's data beside it (../shared/data), as the Makefile finds it.
@@ -67,7 +68,7 @@ class Options:
 def chosen(opts: Options) -> list[Cell]:
     """The runnable cells matching `opts.cells`, not collected, in priority order."""
     cells = load_cells(opts.plan)
-    collected = gather.runs(opts.reproductions)
+    collected = [run.results for run in load_runs(opts.reproductions)[0]]
     by_id = {c.id: c for c in cells}
     cells = [gather.resolve(c, by_id, collected) for c in matching(cells, opts.cells)]
     return [c for c in cells if c.runnable and not gather.is_done(
@@ -77,14 +78,10 @@ def chosen(opts: Options) -> list[Cell]:
 def prepare(cell: Cell, opts: Options) -> Path:
     """The cell's run folder at the newest state this tree knows, with its cell.toml."""
     run = opts.work / cell.slug
-    old = legacy.files(opts.reproductions, cell.slug)
     if carry.parts(opts.carried, cell.slug):
         here = carry.progress(run) if run.is_dir() else (-1, -1)
         if not carry.finished(run) and carry.progress_of(opts.carried, cell.slug) > here:
             carry.unpack(opts.carried, cell.slug, run)
-    elif old and not (run / "results.json").exists() and not any(run.rglob("run.json")):
-        legacy.restore(old[0], run)
-        print(f"{cell.id}: former bundle {old[0]} restored into {run}", flush=True)
     run.mkdir(parents=True, exist_ok=True)
     if not cell.measurement:
         (run / "cell.toml").write_text(cell_toml(cell, run))
@@ -154,12 +151,10 @@ def settle(cell: Cell, run: Path, opts: Options) -> list[str]:
         lines = gather.collect_cell(cell, run, opts.reproductions, opts.device_kind,
                                     opts.note or f"campaign on {opts.device_kind}")
         carry.remove(opts.carried, cell.slug)
-        legacy.remove(opts.reproductions, cell.slug)  # the former bundle of a finished cell
         return [f"{cell.id}: finished", *lines]
     if not any(run.rglob("run.json")) and not (run / "results.json").exists():
         return [f"{cell.id}: unfinished, nothing trained yet"]
     written = carry.pack(run, opts.carried, cell.slug)
-    legacy.remove(opts.reproductions, cell.slug)  # carried in the new form now
     size = sum(p.stat().st_size for p in written) / 2 ** 20
     programs, epochs = carry.progress(run)
     return [f"{cell.id}: unfinished ({programs} program(s) done, {epochs} epoch(s) of those "
@@ -238,9 +233,7 @@ def status(opts: Options) -> list[str]:
         run = opts.work / cell.slug
         here = carry.progress(run) if run.is_dir() else None
         there = carry.progress_of(opts.carried, cell.slug)
-        old = legacy.files(opts.reproductions, cell.slug)
         lines.append(f"  {cell.priority:4d} {cell.id}" + (
             f": here {here[0]} program(s) + {here[1]} epoch(s)" if here else "") + (
-            f"; carried {there[0]} program(s) + {there[1]} epoch(s)" if there[0] >= 0 else
-            f"; a former bundle ({old[0].name})" if old else ""))
+            f"; carried {there[0]} program(s) + {there[1]} epoch(s)" if there[0] >= 0 else ""))
     return lines

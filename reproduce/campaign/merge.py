@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from reproduce.campaign import carry, gather, legacy
+from reproduce.campaign import carry, gather
 from reproduce.campaign.cells import load_cells
 from reproduce.campaign.loop import Options
 
@@ -63,7 +63,6 @@ def merge_window(source: Path, opts: Options) -> list[str]:
                 for part in carry.parts(theirs, slug):
                     shutil.copyfile(part, opts.carried / part.name)
                 shutil.rmtree(opts.work / slug, ignore_errors=True)  # the older copy
-                legacy.remove(opts.reproductions, slug)  # a former bundle, older too
                 lines.append(f"{by_slug[slug].id}: carried from the {kind} window "
                              f"({carry.progress_of(theirs, slug)[1]} epoch(s) under way)")
         for folder in sorted((window / "reproductions").glob("*")):

@@ -6,8 +6,8 @@
     python -m reproduce.results render          # make results
 
 `collect` copies `results.json` and `config.toml` of a results folder into
-`reproductions/<experiment>/` (or `--as NAME`), with `collected.json` (source, per-program
-timings, the experiment's notes, programs still in progress) and, for LRGB (or with
+`reproductions/<experiment>/` (or `--as NAME`), with `collected.json` (source, the
+experiment's notes, programs still in progress) and, for LRGB (or with
 `--history all`), `history.json` (per-epoch curves of the selected runs). It refuses to
 replace committed results by a run that is smaller in any measure (epochs, patience,
 seeds, data, grid points, finished cells or programs) unless `--force`.

@@ -15,16 +15,10 @@ from reproduce.results import protocol
 from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, matches
 from swan_jax.experiments.sweep import duration
 
-# GraphProp's legacy `label_columns` -> label settings (swan_jax.data.graphprop)
-LEGACY_LABELS = {"paper": "faithful", "adgn": "swan-code"}
-
 
 def label_setting(cell: Mapping[str, Any]) -> str:
-    for key in ("labels", "label_setting"):
-        if cell.get(key):
-            return str(cell[key])
-    columns = cell.get("label_columns")
-    return LEGACY_LABELS.get(columns, str(columns))
+    """A GraphProp cell's label setting (swan_jax.data.graphprop.LABEL_SETTINGS)."""
+    return str(cell.get("labels"))
 
 
 # How each paper experiment names a cell (the keys of paper_values.json's "expected").

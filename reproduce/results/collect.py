@@ -5,7 +5,6 @@ only by one at least as large in every `protocol.protocol_measures`, unless `for
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,17 +52,6 @@ def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
 
 def read_history_lines(folder: Path | None) -> list[dict[str, Any]]:
     return read_history(folder) if folder and (folder / "history.jsonl").exists() else []
-
-
-def timing(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Median seconds per epoch, the first (compiling) one left out when there are others."""
-    steady = list(lines[1:]) or list(lines)
-    out: dict[str, Any] = {"epochs": len(lines)}
-    for key in ("train_seconds", "eval_seconds", "seconds", "steps"):
-        values = [float(h[key]) for h in steady if isinstance(h.get(key), int | float)]
-        if values:
-            out[f"{key}_median" if key != "steps" else "steps"] = statistics.median(values)
-    return out
 
 
 def _round(value: Any) -> Any:
@@ -121,20 +109,8 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
                         "runs": [{"run": r["run"], "seed": r["seed"], "hparams": r["hparams"]}
                                  for r in info.get("runs") or []],
                         "epochs_done": len(lines), "epochs_cap": config.get("epochs"),
-                        "timing": timing(lines), "folder": run_file.parent})
+                        "folder": run_file.parent})
     return out
-
-
-def table_notes(source: Path, results: Mapping[str, Any]) -> list[str]:
-    """The experiment's notes: `results.json`'s, else the "Notes:" line of `table.md`."""
-    if results.get("notes"):
-        return [str(n) for n in results["notes"]]
-    table = source / "table.md"
-    if table.exists():
-        for line in table.read_text().splitlines():
-            if line.startswith("Notes: "):
-                return [n.strip() for n in line[len("Notes: "):].rstrip(".").split(";")]
-    return []
 
 
 def histories(results: Mapping[str, Any], source: Path, running: Sequence[Mapping[str, Any]]
@@ -229,9 +205,7 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
     collected = {
         "source": str(source), "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
         "experiment": results["experiment"], "note": note,
-        "notes": table_notes(source, results),
-        "programs": {r["name"]: timing(read_history_lines(program_folder(r, source)))
-                     for r in records},
+        "notes": [str(n) for n in results.get("notes") or []],
         "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}
                         for p in running]}
     dest.mkdir(parents=True, exist_ok=True)

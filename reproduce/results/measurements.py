@@ -23,9 +23,7 @@ def _protocol(run: Run, short: list[str], after: Sequence[str] = ()) -> str:
 
 
 def runtime_protocol(run: Run) -> str:
-    about = (run.results.get("graphs") or {}).get("about", "(real)")
-    # benchmarks.epoch_anatomy's stand-ins
-    return _protocol(run, [] if "(real)" in about else ["stand-in graphs, not Peptides-func"])
+    return _protocol(run, [])  # `reproduce.runtime` times Peptides-func only, never stand-ins
 
 
 def _models(run: Run) -> dict[str, Any]:
@@ -55,11 +53,6 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
             rows.append([name, NOT_RUN, theirs["train_s"], NOT_RUN,
                          theirs["inference_s"], "–", "", ""])
         for run, ours in found:
-            if "not_available" in ours:
-                rows.append([name, "not available", theirs["train_s"], "not available",
-                             theirs["inference_s"], "–", ours["not_available"],
-                             f"{run.name} ({device(run)})"])
-                continue
             ref = ((run.results.get("reference") or {}).get("models") or {}).get(model) or {}
             authors = (f"{_seconds(ref.get('train_s'))} / {_seconds(ref.get('inference_s'))}"
                        if ref else "–")
@@ -150,15 +143,14 @@ def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequ
            ) -> list[tuple[str, int, int, int, list[Run]]]:
     """(name, full, reduced, not run, runs) of the runtime table and the Jacobian figure."""
     out = []
-    for name, models, runs, found, proto in (
-            ("Runtime table (tab:runtimes, RTX 3090)", (paper.get("runtimes") or {}).get(
-                "values", {}), runtime, lambda r, m: "train_s" in (_models(r).get(m) or {}),
-             runtime_protocol),  # a row marked "not available" is not timed
-            ("Jacobian over layers (fig:jacobian_over_time)", (paper.get("jacobian") or {}).get(
-                "models", []), jacobian_runs, lambda r, m: m in _models(r), jacobian_protocol)):
+    for name, models, runs, proto in (
+            ("Runtime table (tab:runtimes, RTX 3090)",
+             (paper.get("runtimes") or {}).get("values", {}), runtime, runtime_protocol),
+            ("Jacobian over layers (fig:jacobian_over_time)",
+             (paper.get("jacobian") or {}).get("models", []), jacobian_runs, jacobian_protocol)):
         status = []
         for model in models:
-            done = [r for r in runs if found(r, model)]
+            done = [r for r in runs if model in _models(r)]
             status.append("full" if any(proto(r) == "full" for r in done)
                           else "reduced" if done else "not run")
         out.append((name, status.count("full"), status.count("reduced"),

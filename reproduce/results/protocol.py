@@ -97,10 +97,10 @@ def departures(config: Mapping[str, Any], paper: Mapping[str, Any]) -> list[tupl
     if config.get("solver", "euler") != "euler":
         out.append((f"solver {config['solver']}", f"solver {config['solver']} (paper: "
                                                    f"explicit Euler layers)"))
-    for key in ("variant", "data_variant"):
-        if config.get(key) not in (None, "paper"):
-            out.append((f"data {config[key]}", f"data variant {config[key]} (paper: the "
-                                                f"data as the paper describes it)"))
+    if config.get("data_variant") not in (None, "paper"):
+        variant = config["data_variant"]
+        out.append((f"data {variant}", f"data variant {variant} (paper: the data as the "
+                                       f"paper describes it)"))
     options = config.get("data_options") or {}
     if options:
         shown = ", ".join(f"{k}={v}" for k, v in options.items())
@@ -141,8 +141,5 @@ def paper_cell_points(experiment: str, cell: Mapping[str, Any]) -> int | None:
     if experiment not in EXPERIMENTS:
         return None
     exp = EXPERIMENTS[experiment]
-    try:
-        axes = exp.grid(exp.default_config(), {a: cell[a] for a in exp.cell_axes})
-    except KeyError:  # a cell of an older layout (e.g. GraphProp's `label_columns`)
-        return None
-    return grid_points({"grid": axes})
+    return grid_points({"grid": exp.grid(exp.default_config(),
+                                         {a: cell[a] for a in exp.cell_axes})})

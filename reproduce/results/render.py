@@ -101,7 +101,7 @@ def document(root: Path, out: Path) -> tuple[str, str, list[str]]:
                   *table([*s.table.columns, *COLUMNS], body)]
         parts += ([f"![{s.table.heading}]({relative(root / FIGURES / s.table.figure, out)})",
                    ""] if drawn else [])
-        notes = s.table.notes + ([f"Rows out of scope, not run here: {lit}."] if lit else [])
+        notes = [*s.table.notes, *([f"Rows out of scope, not run here: {lit}."] if lit else [])]
         parts += [*(f"- {n}" for n in notes), ""] if notes else []
     parts += measurements.runtimes(paper, groups.get(RUNTIME, []))
     parts += measurements.jacobian(paper, groups.get(JACOBIAN, []), out)

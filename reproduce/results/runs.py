@@ -124,21 +124,21 @@ def campaign(root: Path) -> list[str]:
     cells = tomllib.loads((folder / "plan.toml").read_text()).get("cell") or []
     state_file = folder / "state.json"
     state = json.loads(state_file.read_text()).get("cells", {}) if state_file.exists() else {}
-    bundles = {p.name.split(".")[0] for p in (folder / "bundles").glob("*.npz")}
+    carried = {p.name.split(".")[0] for p in (folder / "carried").glob("*.tar.gz.*")}
     body = [[cid, info.get("status", "?"), info.get("programs", "?"),
              f"{100 * float(info.get('fraction', 0)):.0f}%",
              ", ".join(f"{k} {v:.3g} s" for k, v in (info.get("seconds_per_epoch")
                                                        or {}).items()) or "–",
-             "yes" if cid.replace("/", "__") in bundles else "no", info.get("updated", "")]
+             "yes" if cid.replace("/", "__") in carried else "no", info.get("updated", "")]
             for cid, info in sorted(state.items())]
     runnable = sum(c.get("status") == "runnable" for c in cells)
     lines = ["## Reproduction campaign", "",
              f"`python -m reproduce.campaign` (`make campaign`) trains the {len(cells)} cells "
              f"of `campaign/plan.toml` ({runnable} runnable now) at the paper's protocol; "
              f"finished cells are collected as `campaign-<group>` runs, unfinished ones "
-             f"continue from their bundle in `campaign/bundles/`.", ""]
+             f"continue from their run folders carried in `campaign/carried/`.", ""]
     return lines + (table(["Cell", "Status", "Programs done", "Done", "Seconds per epoch",
-                           "Bundle", "Updated"], body) if body else [])
+                           "Carried", "Updated"], body) if body else [])
 
 
 def document(shown: Sequence[Shown], runs: Sequence[Run], paper: Mapping[str, Any],

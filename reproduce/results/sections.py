@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,6 @@ from reproduce.results.blocks import (
     CELL_KEYS,
     CellFacts,
     cell_facts,
-    cell_records,
     cell_rows,
     label_setting,
     short_device,
@@ -60,19 +58,20 @@ class Evidence:
     note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PaperTable:
-    """A table (or figure) of the paper, as RESULTS.md shows it."""
+    """A table (or figure) of the paper as RESULTS.md shows it, from `paper[source]`."""
     name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
     heading: str
+    source: str  # its key in paper_values.json
     columns: tuple[str, ...]
-    cells: list[Cell]
-    intro: str
-    notes: list[str]
-    literature: Mapping[str, Any]  # {"cells": n, "rows": "..."}: the paper's other rows
     figure: str  # file name under reproductions/figures/
+    ylabel: str
+    intro: str
+    notes: tuple[str, ...] = ()
     log: bool = False  # the figure's y axis on a log scale (MSE)
-    ylabel: str = ""
+    cells: Sequence[Cell] = ()
+    literature: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # other rows
 
 
 def _validation_rank(summary: Mapping[str, Any]) -> float:
@@ -99,8 +98,7 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
     if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
         return ""
-    variant = run.config.get("data_variant") or (run.config.get("data_options") or {}).get(
-        "variant") or "paper"
+    variant = run.config.get("data_variant") or "paper"
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
         return ""
     return "beta not searched: no effect on a regular graph"
@@ -143,49 +141,27 @@ def _graphprop(cell: Cell, summary: Mapping[str, Any], constant: float | None
 
 
 def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[float, str]]:
-    """Task -> (the constant predictor's test log10 MSE, its run): a cell of model
-    "constant", or a `constant_predictor` list in results.json."""
+    """Task -> (the constant predictor's test log10 MSE, its run), from the
+    `constant_predictor` list of a GraphProp results.json."""
     out: dict[str, tuple[float, str]] = {}
     for run in runs:
-        for cell in run.results.get("cells") or []:
-            if cell.get("model") == "constant" and label_setting(cell) == setting:
-                out.setdefault(cell["task"], (float(cell["test_mean"]), run.name))
         for entry in run.results.get("constant_predictor") or []:
             if isinstance(entry, Mapping) and label_setting(entry) == setting:
                 out.setdefault(entry["task"], (float(entry["test"]), run.name))
     return out
 
 
-def transfer_table(paper: Mapping[str, Any], authors: Mapping[str, Any]) -> PaperTable:
-    spec, src = paper["transfer"], authors["source"]
-
-    def reference(k):
-        ref = authors["values"].get(k[0], {}).get(str(k[1]), {}).get(k[2])
-        return None if ref is None else (ref["mean"], ref.get("std"))
-
-    cells = [Cell((name(t), str(d), name(m)), "transfer", (t, d, m), "mse",
-                  reference((t, d, m)), t, m)
-             for t, d, m in itertools.product(*spec["expected"].values())]
-    return PaperTable(
-        name="Figure 3: graph transfer", heading="Figure 3: graph transfer",
-        columns=("Topology", "k", "Model"), cells=cells, figure="transfer.png", log=True,
-        ylabel="test MSE", literature={"cells": 0, "rows": ""},
-        intro="Test MSE of the target node's value after k hops (layers = k), mean ± std "
-              "over seeds. Paper: the values the authors plot as Figure 3.",
-        notes=[f"The authors' values: `{src['path']}` of {src['repository']} at "
-               f"{src['commit'][:7]}, copied to "
-               "[transfer_figure3.json](swan_jax/experiments/references/transfer_figure3.json)"
-               " (mean over their 4 seeds; no spread recorded for SWAN and ADGN).",
-               "Verdict in orders of magnitude: *within 1 order* when "
-               "|log10(ours / theirs)| <= 1.",
-               "On the ring (a regular graph) SWAN's space term Psi is zero, so grid points "
-               "that differ only in beta train identically; those rows searched one beta "
-               "([`beta_matters`](swan_jax/data/transfer.py))."])
-
-
+TRANSFER_NOTES = (
+    "The authors' values: `{path}` of {repository} at {commit}, copied to "
+    "[transfer_figure3.json](swan_jax/experiments/references/transfer_figure3.json) (mean "
+    "over their 4 seeds; no spread recorded for SWAN and ADGN).",
+    "Verdict in orders of magnitude: *within 1 order* when |log10(ours / theirs)| <= 1.",
+    "On the ring (a regular graph) SWAN's space term Psi is zero, so grid points that differ "
+    "only in beta train identically; those rows searched one beta "
+    "([`beta_matters`](swan_jax/data/transfer.py)).")
 AUTHORS_SWAN = ("https://github.com/gravins/SWAN/blob/79361af7086ed9c7cb75426f9c4cab1065280754"
                 "/graph_property_prediction")  # the released code the notes cite
-GRAPHPROP_NOTES = [
+GRAPHPROP_NOTES = (
     "Columns: the paper's \"SSSP\" column is the Laplacian features (D - A) x (a one-hop "
     "target) and its \"Eccentricity\" column the single-source distances: both authors' "
     "loaders read ADGN's node columns (SWAN's [`utils/gpp_dataset.py`]"
@@ -197,6 +173,7 @@ GRAPHPROP_NOTES = [
     "Ours: the authors' score (log10 of the mean of per-batch losses, as the paper's), "
     "where the run recorded it; else the pooled score (log10 of the mean per-graph MSE), "
     "marked *(pooled)*.",
+    "{constant}",  # the constant predictor's scores, where a run recorded them
     "Aggregation `adjacency`: an option of the paper's grid, A (`adj`) or D^-1/2 A D^-1/2 "
     "(`sym`). The authors' released SWAN ([`models/swan.py`](" + AUTHORS_SWAN + "/models/swan.py), "
     "default `AntiSymNaiveAggr`) aggregates through `get_adj(normalization='sym')`; its "
@@ -206,13 +183,10 @@ GRAPHPROP_NOTES = [
     "Our SWAN's vector field equals the authors' `SWANConv` step to 1.8e-7, and both codes "
     "learn at the same pace on the same data ([differential check]"
     "(reproductions/graphprop-differential/REPORT.md)).",
-]
-PLATEAU_NOTE = (
     "**A plateau, not a floor.** On \"SSSP\" a model first sits near the error of "
     "predicting every negative target as 0, then leaves it after a few hundred optimiser "
     "steps on the full data ([plateau report](reproductions/graphprop-plateau/REPORT.md)); "
-    "the short screens' rows are budget-bound, not at a ceiling.")
-ONE_POINT_NOTE = (
+    "the short screens' rows are budget-bound, not at a ceiling.",
     "SSSP at one grid point (hidden 30, 5 layers, epsilon 0.1, `adj`), one seed, the "
     "paper's 1,500 epochs on the full data: ADGN "
     "([graphprop-adgn-adj-1500](reproductions/graphprop-adgn-adj-1500/)), SWAN "
@@ -221,121 +195,109 @@ ONE_POINT_NOTE = (
     "at that point ended its 1,500 epochs at -1.13 (ADGN) and -0.69 (SWAN) ([plateau report]"
     "(reproductions/graphprop-plateau/REPORT.md)). SWAN-learn lands below SWAN there, where "
     "the paper has it above: one point does not settle its row.")
-GRAPHPROP_NOTES += [PLATEAU_NOTE, ONE_POINT_NOTE]
-
-
-def _graphprop_cell(spec, task, setting, model, labels) -> Cell:
-    return Cell(labels, "graphprop", (task, setting, model), "log10_mse",
-                tuple(spec["values"][model][task]), name(task), name(model))
-
-
-def _lrgb_cell(metric, value, dataset, model, labels) -> Cell:
-    return Cell(labels, "lrgb", (dataset, model), metric, tuple(value), name(dataset),
-                name(model))
-
-
-def graphprop_table(paper: Mapping[str, Any], constant: Mapping[str, tuple[float, str]],
-                    runs_link: Callable[[str], str]) -> PaperTable:
-    spec = paper["graphprop"]
-    setting = (spec.get("reported_labels") or ["paper"])[0]
-    models = [m for m in spec["values"] if m in spec["expected"]["model"]]  # paper order
-    cells = [_graphprop_cell(spec, t, setting, m, (name(m), name(t)))
-             for m in models for t in spec["tasks"]]
-    floor = ", ".join(f"{name(t)} {v:.4f}" for t, (v, _) in constant.items())
-    runs = ", ".join(dict.fromkeys(runs_link(r) for _, r in constant.values()))
-    notes = list(GRAPHPROP_NOTES)
-    if floor:
-        notes.insert(2, f"Constant predictor (the best constant on the training split; a "
-                        f"model within 0.01 of it is compared with it only): {floor} "
-                        f"({runs}).")
-    return PaperTable(
-        name="Table 1: graph property prediction",
-        heading=f"{spec.get('table', 'Table 1')}: graph property prediction",
-        columns=("Model", "Task"), cells=cells, figure="table1.png",
-        ylabel="test log10 MSE", literature=spec.get("literature") or {},
+# The paper's tables in RESULTS.md's order; `{...}` in a text: filled by `paper_tables`.
+TABLES = (
+    PaperTable(
+        "Figure 3: graph transfer", "Figure 3: graph transfer", "transfer",
+        ("Topology", "k", "Model"), "transfer.png", "test MSE", log=True,
+        intro="Test MSE of the target node's value after k hops (layers = k), mean ± std "
+              "over seeds. Paper: the values the authors plot as Figure 3.",
+        notes=TRANSFER_NOTES),
+    PaperTable(
+        "Table 1: graph property prediction", "Table 1: graph property prediction",
+        "graphprop", ("Model", "Task"), "table1.png", "test log10 MSE",
         intro="Test log10 MSE (lower is better), mean ± std over seeds; the paper's label "
-              "setting (raw labels, ADGN's columns and loss averaging).", notes=notes)
-
-
-def lrgb_table(paper: Mapping[str, Any]) -> PaperTable:
-    spec = paper["lrgb"]
-    cells = [_lrgb_cell(spec["metrics"][d], spec["values"][d][m], d, m, (name(m), name(d)))
-             for m in spec["expected"]["variant"] for d in spec["expected"]["dataset"]]
-    return PaperTable(
-        name="Table 2: LRGB", heading=f"{spec.get('table', 'Table 2')}: long-range graph "
-                                       "benchmark", columns=("Model", "Data set"),
-        cells=cells, figure="table2.png", ylabel="test metric (AP, F1 in %; MAE)",
-        literature=spec.get("literature") or {},
+              "setting (raw labels, ADGN's columns and loss averaging).",
+        notes=GRAPHPROP_NOTES),
+    PaperTable(
+        "Table 2: LRGB", "Table 2: long-range graph benchmark", "lrgb", ("Model", "Data set"),
+        "table2.png", "test metric (AP, F1 in %; MAE)",
         intro="Test metric at each run's best validation epoch (AP and F1 in percent, MAE), "
-              "mean ± std over seeds; the paper's over 3 seeds.", notes=[])
-
-
-def ablation_table(paper: Mapping[str, Any]) -> PaperTable:
-    spec, g, lr = paper["ablation"], paper["graphprop"], paper["lrgb"]
-    setting = (g.get("reported_labels") or ["paper"])[0]
-    cells = [_graphprop_cell(g, t, setting, m, (name(t), name(m)))
-             for t in g["tasks"] for m in spec["graphprop_models"]]
-    cells += [_lrgb_cell(lr["metrics"][d], spec["lrgb"][d][m], d, m, (name(d), name(m)))
-              for d, variants in spec["lrgb"].items() for m in variants]
-    return PaperTable(
-        name="Table 3: SWAN variants", heading=f"{spec.get('table', 'Table 3')}: SWAN "
-                                                "variants (ablation)",
-        columns=("Data set", "Variant"), cells=cells, figure="table3.png",
-        ylabel="test metric (log10 MSE; AP in %; MAE)", literature={"cells": 0, "rows": ""},
+              "mean ± std over seeds; the paper's over 3 seeds."),
+    PaperTable(
+        "Table 3: SWAN variants", "Table 3: SWAN variants (ablation)", "ablation",
+        ("Data set", "Variant"), "table3.png", "test metric (log10 MSE; AP in %; MAE)",
         intro="SWAN without its space term (beta = 0), and the non-enforced (NE) variants "
               "with an unconstrained weight V; GraphProp in the paper's label setting, "
               "Peptides as `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`.",
-        notes=["The table's SWAN and SWAN-learn columns are Table 1's and Table 2's cells "
+        notes=("The table's SWAN and SWAN-learn columns are Table 1's and Table 2's cells "
                "(shown there).",
                "SWAN (beta = 0) has no term Psi (`swan_jax/config.py`, NO_PSI_VARIANTS): the "
-               "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused."])
-
-
-def _run_ms(run: Run, summary: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(training, evaluation) ms per epoch: the cell's own fields, else the median over
-    its programs of `collected.json`'s timings."""
-    for train, infer in (("train_ms", "inference_ms"), ("train_ms_per_epoch",
-                                                        "eval_ms_per_epoch")):
-        if compare.finite(summary.get(train)):
-            return summary[train], summary.get(infer)
-    programs = run.collected.get("programs") or {}
-    timings = [programs.get(r["name"]) or {} for r in cell_records(run, summary)]
-
-    def median(key):
-        values = [t[key] for t in timings if compare.finite(t.get(key))]
-        return 1000 * statistics.median(values) if values else None
-
-    return median("train_seconds_median"), median("eval_seconds_median")
-
-
-def _ms(pair: tuple[Any, Any]) -> str:
-    return " / ".join("–" if v is None else f"{v:.1f}" for v in pair)
-
-
-def scalability_table(paper: Mapping[str, Any]) -> PaperTable:
-    spec = paper["node_classification"]
-    values = spec["values"]
-    cells = [Cell((name(m), name(d)), "node_classification", (d, m), spec["metrics"][d],
-                  tuple(values[d][m]["score"]), name(d), name(m),
-                  (values[d][m]["train_ms"], values[d][m]["inference_ms"]))
-             for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
-    return PaperTable(
-        name="Scalability table (tab:additional_runtimes)",
-        heading="Scalability table (tab:additional_runtimes): node classification",
-        columns=("Model", "Data set"), cells=cells, figure="scalability.png",
-        ylabel="test ROC AUC (%)", literature=spec.get("literature") or {},
+               "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused.")),
+    PaperTable(
+        "Scalability table (tab:additional_runtimes)",
+        "Scalability table (tab:additional_runtimes): node classification",
+        "node_classification", ("Model", "Data set"), "scalability.png", "test ROC AUC (%)",
         intro="Test ROC AUC x 100, mean ± std over the official splits; then training / "
-              f"evaluation ms per epoch (the paper's measured on {spec['machine']}; no "
-              "verdict on time across hardware).",
-        notes=[f"Protocol reference: {spec['protocol']['source']}."])
+              "evaluation ms per epoch (the paper's measured on {machine}; no verdict on "
+              "time across hardware).",
+        notes=("Protocol reference: {protocol}.",)),
+)
+
+
+def table_cells(source: str, paper: Mapping[str, Any], authors: Mapping[str, Any]
+                ) -> list[Cell]:
+    """The cells of the paper table drawn from `paper[source]`, in the paper's order, each
+    with the paper's value (Figure 3: the value the authors plot)."""
+    g, lr, spec = paper["graphprop"], paper["lrgb"], paper[source]
+    setting = (g.get("reported_labels") or ["paper"])[0]
+
+    def graphprop(task, model, labels):
+        return Cell(labels, "graphprop", (task, setting, model), "log10_mse",
+                    tuple(g["values"][model][task]), name(task), name(model))
+
+    def lrgb(dataset, model, value, labels):
+        return Cell(labels, "lrgb", (dataset, model), lr["metrics"][dataset], tuple(value),
+                    name(dataset), name(model))
+
+    if source == "transfer":
+        def plotted(t, d, m):
+            ref = authors["values"].get(t, {}).get(str(d), {}).get(m)
+            return None if ref is None else (ref["mean"], ref.get("std"))
+
+        return [Cell((name(t), str(d), name(m)), source, (t, d, m), "mse", plotted(t, d, m),
+                     t, m) for t, d, m in itertools.product(*spec["expected"].values())]
+    if source == "graphprop":
+        models = [m for m in g["values"] if m in g["expected"]["model"]]  # the paper's order
+        return [graphprop(t, m, (name(m), name(t))) for m in models for t in g["tasks"]]
+    if source == "lrgb":
+        return [lrgb(d, m, lr["values"][d][m], (name(m), name(d)))
+                for m in lr["expected"]["variant"] for d in lr["expected"]["dataset"]]
+    if source == "ablation":
+        return [graphprop(t, m, (name(t), name(m))) for t in g["tasks"]
+                for m in spec["graphprop_models"]] + [
+            lrgb(d, m, spec["lrgb"][d][m], (name(d), name(m)))
+            for d, variants in spec["lrgb"].items() for m in variants]
+    values = spec["values"]  # node classification, with the paper's ms per epoch
+    return [Cell((name(m), name(d)), source, (d, m), spec["metrics"][d],
+                 tuple(values[d][m]["score"]), name(d), name(m),
+                 (values[d][m]["train_ms"], values[d][m]["inference_ms"]))
+            for m in spec["expected"]["model"] for d in spec["expected"]["dataset"]]
+
+
+def _ms(pair: Sequence[Any]) -> str:
+    return " / ".join("–" if v is None else f"{v:.1f}" for v in pair)
 
 
 def paper_tables(paper: Mapping[str, Any], authors: Mapping[str, Any],
                  groups: Mapping[str, Sequence[Run]], runs_link: Callable[[str], str]
                  ) -> list[PaperTable]:
+    """`TABLES` with their cells, the paper's rows out of scope and their texts filled."""
     constant = constants(groups.get("graphprop", []))
-    return [transfer_table(paper, authors), graphprop_table(paper, constant, runs_link),
-            lrgb_table(paper), ablation_table(paper), scalability_table(paper)]
+    floor = ", ".join(f"{name(t)} {v:.4f}" for t, (v, _) in constant.items())
+    runs = ", ".join(dict.fromkeys(runs_link(r) for _, r in constant.values()))
+    nc = paper["node_classification"]
+    fill = {**authors["source"], "commit": authors["source"]["commit"][:7],
+            "machine": nc["machine"], "protocol": nc["protocol"]["source"],
+            "constant": floor and (f"Constant predictor (the best constant on the training "
+                                   f"split; a model within 0.01 of it is compared with it "
+                                   f"only): {floor} ({runs}).")}
+    return [dataclasses.replace(
+        table, cells=table_cells(table.source, paper, authors),
+        literature=paper[table.source].get("literature") or {},
+        intro=table.intro.format(**fill),
+        notes=tuple(n.format(**fill) for n in table.notes if n.format(**fill)))
+        for table in TABLES]
 
 
 @dataclasses.dataclass
@@ -369,7 +331,8 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
             continue
         ours, verdict, value = judge(cell, best.summary, values)
         if cell.train_ms:
-            ours += f"; {_ms(_run_ms(best.run, best.summary))} ms"
+            timed = [best.summary.get(f"{k}_ms_per_epoch") for k in ("train", "eval")]
+            ours += f"; {_ms(timed)} ms"
         body.append([*cell.labels, theirs, ours, verdict, departures(best),
                      best.facts.converged, short_device(best.facts.device),
                      runs_link(best.run.name)])

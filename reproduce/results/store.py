@@ -1,6 +1,6 @@
 """The committed `reproductions/` folder: `paper_values.json` (the paper's numbers and
 protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
-`collected.json` (source, per-program timings, notes), optional `history.json` (curves),
+`collected.json` (source, notes, programs in progress), optional `history.json` (curves),
 and `figures/*.png` (drawn by `render`); reading it."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ COLLECTED_FILE = "collected.json"
 HISTORY_FILE = "history.json"
 FIGURES = "figures"
 # Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
-# bundles, the GraphProp differential check (its section.md is shown verbatim), and
+# Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
+# carried parts, the GraphProp differential check (its section.md is shown verbatim), and
 # Python's bytecode of the studies' shared module (reproductions/_differential.py).
 RESERVED = {FIGURES, "campaign", "graphprop-differential", "__pycache__"}
 SECTION_FILE = "section.md"  # a folder with only this (and its files) is not a run
@@ -111,7 +112,7 @@ def load_run(folder: Path) -> Run | None:
     if (folder / COLLECTED_FILE).exists():
         collected = read_json(folder / COLLECTED_FILE)
     else:
-        problems.append(f"no {COLLECTED_FILE} (timings and notes unknown)")
+        problems.append(f"no {COLLECTED_FILE} (source and notes unknown)")
     if not (folder / CONFIG_FILE).exists() and results.get("experiment") not in MEASUREMENTS:
         problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
                         f"{RESULTS_FILE}'s copy of the configuration)")
