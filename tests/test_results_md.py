@@ -407,7 +407,7 @@ def test_the_campaign_has_its_section_in_runs_md(repro):
 
 
 def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
-    """A `reproduce.runtime` run: its seconds beside the RTX 3090's, the authors' PyTorch
+    """A `benchmarks.runtime_table` run: its seconds beside the RTX 3090's, the authors' PyTorch
     measured by the same run where it was, full only for whole Peptides-func epochs."""
     folder = repro / "runtime-h200"
     folder.mkdir()

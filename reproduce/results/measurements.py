@@ -23,7 +23,7 @@ def _protocol(run: Run, short: list[str], after: Sequence[str] = ()) -> str:
 
 
 def runtime_protocol(run: Run) -> str:
-    return _protocol(run, [])  # `reproduce.runtime` times Peptides-func only, never stand-ins
+    return _protocol(run, [])  # `benchmarks.runtime_table` never times stand-ins
 
 
 def _models(run: Run) -> dict[str, Any]:
