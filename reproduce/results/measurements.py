@@ -66,11 +66,11 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
 def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
     spec = paper.get("runtimes") or {}
     intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
-             "`python -m reproduce.runtime` on the device of each row: the median training "
-             "part of the epochs after the first (which compiles), and the median evaluation "
-             "of the validation and test splits. Authors' PyTorch: their SWAN and SWAN-learn "
-             "timed by the same run (`benchmarks/reference_pytorch.py`). GPS: GraphGPS's "
-             "Peptides-func configuration (docs/gps.md).")
+             "`python -m benchmarks.runtime_table` on the device of each row: the median "
+             "training part of the epochs after the first (which compiles), and the median "
+             "evaluation of the validation and test splits. Authors' PyTorch: their SWAN and "
+             "SWAN-learn timed by the same run (`benchmarks/reference_pytorch.py`). GPS: "
+             "GraphGPS's Peptides-func configuration (docs/gps.md).")
     if not runs:
         intro += " Not run here yet."
     return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
