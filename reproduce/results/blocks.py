@@ -4,7 +4,6 @@ about how its number was obtained (`CellFacts`), and a run's protocol block."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -122,32 +121,9 @@ def cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
-    """The devices of the cell's records, else the run's (and `_other_kinds`)."""
+    """The devices of the cell's records, else the run's."""
     names = [device(None, rec.get("machine")) for rec in cell_records(run, cell)]
-    label = ", ".join(dict.fromkeys(names)) or device(run)
-    return label + _other_kinds(run, cell, label)
-
-
-CAMPAIGN_KINDS = ("h100", "h200")  # a campaign run's folder name ends with its GPU kind
-
-
-def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
-    """"; also 839 epochs on cpu-2core": a campaign cell's epochs on the device kinds
-    (`campaign/state.json`) that neither the run's name nor its records (`label`) name."""
-    key, state_file = CELL_KEYS.get(run.experiment), run.folder.parent / "campaign" / "state.json"
-    if key is None or not run.name.startswith("campaign-") or not state_file.is_file():
-        return ""
-    try:
-        cell_id = "/".join([run.experiment, *map(str, key(cell))])
-        epochs = json.loads(state_file.read_text())["cells"][cell_id]["epochs"]
-    except (KeyError, TypeError, ValueError):
-        return ""
-    own = next((k for k in CAMPAIGN_KINDS if run.name.endswith(f"-{k}")), "cpu-2core")
-    named = {kind for kind in CAMPAIGN_KINDS if kind.upper() in label}
-    named |= {"cpu-2core"} if "cpu:" in label else set()
-    others = [f"{n} epochs on {kind}" for kind, n in epochs.items()
-              if kind != own and kind not in named and n]
-    return f"; also {', '.join(others)}" if others else ""
+    return ", ".join(dict.fromkeys(names)) or device(run)
 
 
 def reworded(text: str, proto: Mapping[str, Any]) -> str:

@@ -3,12 +3,12 @@ table, each run's protocol, and the campaign's state."""
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reproduce.campaign import carry
 from reproduce.results import compare, figures
 from reproduce.results.blocks import (
     anchor,
@@ -117,28 +117,27 @@ def _curves(run: Run, paper: Mapping[str, Any], root: Path, shown: bool) -> list
             "", f"![training curves of {run.name}]({FIGURES}/{path.name})", ""]
 
 
-def campaign(root: Path) -> list[str]:
+def campaign(root: Path, runs: Sequence[Run]) -> list[str]:
+    """The plan's size, the runs its finished cells were collected in, and each unfinished
+    cell carried in `campaign/carried/` with how far it got (read from its parts)."""
     folder = root / "campaign"
     if not (folder / "plan.toml").exists():
         return []
     cells = tomllib.loads((folder / "plan.toml").read_text()).get("cell") or []
-    state_file = folder / "state.json"
-    state = json.loads(state_file.read_text()).get("cells", {}) if state_file.exists() else {}
-    carried = {p.name.split(".")[0] for p in (folder / "carried").glob("*.tar.gz.*")}
-    body = [[cid, info.get("status", "?"), info.get("programs", "?"),
-             f"{100 * float(info.get('fraction', 0)):.0f}%",
-             ", ".join(f"{k} {v:.3g} s" for k, v in (info.get("seconds_per_epoch")
-                                                       or {}).items()) or "–",
-             "yes" if cid.replace("/", "__") in carried else "no", info.get("updated", "")]
-            for cid, info in sorted(state.items())]
     runnable = sum(c.get("status") == "runnable" for c in cells)
+    collected = [f"{_link(r)} ({len(r.cells)} cells)" for r in runs
+                 if r.name.startswith("campaign-")]
+    slugs = sorted({p.name.split(".")[0] for p in (folder / "carried").glob("*.tar.gz.*")})
+    body = [[slug.replace("__", "/"), *carry.progress_of(folder / "carried", slug)]
+            for slug in slugs]
     lines = ["## Reproduction campaign", "",
              f"`python -m reproduce.campaign` (`make campaign`) trains the {len(cells)} cells "
              f"of `campaign/plan.toml` ({runnable} runnable now) at the paper's protocol; "
              f"finished cells are collected as `campaign-<group>` runs, unfinished ones "
              f"continue from their run folders carried in `campaign/carried/`.", ""]
-    return lines + (table(["Cell", "Status", "Programs done", "Done", "Seconds per epoch",
-                           "Carried", "Updated"], body) if body else [])
+    lines += [f"Collected: {', '.join(collected)}.", ""] if collected else []
+    return lines + (table(["Cell carried (unfinished)", "Programs done",
+                           "Epochs of the programs under way"], body) if body else [])
 
 
 def document(shown: Sequence[Shown], runs: Sequence[Run], paper: Mapping[str, Any],
@@ -153,6 +152,6 @@ def document(shown: Sequence[Shown], runs: Sequence[Run], paper: Mapping[str, An
              "table, each run's protocol, and the campaign.", "",
              "## Every row of the paper tables", "", *rows,
              *other_cells(runs, used, paper), *run_sections(runs, paper, root, shown_runs),
-             *campaign(root)]
+             *campaign(root, runs)]
     return "\n".join(parts).rstrip() + "\n"
 
