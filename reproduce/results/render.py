@@ -41,21 +41,16 @@ each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 def coverage(shown: Sequence[Shown], paper: Mapping[str, Any],
              groups: Mapping[str, Sequence[Run]]) -> list[str]:
     """Per paper table: its cells, those in scope and how they stand, its other rows."""
-    body = []
-    for s in shown:
-        status = ["not run" if best is None else "full" if best.facts.full else "reduced"
-                  for _, best, _ in s.rows]
-        used = dict.fromkeys(f"{b.run.name} ({short_device(device(b.run))})"
-                             for _, b, _ in s.rows if b)
-        lit = s.table.literature or {}
-        body.append([s.table.name, len(s.rows) + int(lit.get("cells", 0)), len(s.rows),
-                     status.count("full"), status.count("reduced"), status.count("not run"),
-                     lit.get("rows") or "–", ", ".join(used) or "–"])
-    for name, full, reduced, missing, runs in measurements.counts(
-            paper, groups.get(RUNTIME, []), groups.get(JACOBIAN, [])):
-        total = full + reduced + missing
-        body.append([name, total, total, full, reduced, missing, "–",
-                     ", ".join(f"{r.name} ({short_device(device(r))})" for r in runs) or "–"])
+    entries = [(s.table.name, ["not run" if b is None else "full" if b.facts.full
+                               else "reduced" for _, b, _ in s.rows],
+                s.table.literature or {}, [b.run for _, b, _ in s.rows if b]) for s in shown]
+    entries += [(name, status, {}, runs) for name, status, runs in measurements.counts(
+        paper, groups.get(RUNTIME, []), groups.get(JACOBIAN, []))]
+    body = [[name, len(status) + int(lit.get("cells", 0)), len(status), status.count("full"),
+             status.count("reduced"), status.count("not run"), lit.get("rows") or "–",
+             ", ".join(dict.fromkeys(f"{r.name} ({short_device(device(r))})"
+                                     for r in runs)) or "–"]
+            for name, status, lit, runs in entries]
     return ["## Coverage", "",
             "In scope: the cells of the models the authors' code runs and of SWAN's variants. "
             "The paper's other rows are listed, not run here.", "",
