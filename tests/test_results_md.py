@@ -715,24 +715,14 @@ def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(t
         REPO / "reproductions" / "RUNS.md").read_text(), "RUNS.md is stale: `make results`"
 
 
-def test_collect_a_run_none_of_whose_programs_has_finished(tmp_path, repro):
-    """The 300-epoch seed between GPU sessions: no results.json yet, only its folder."""
+def test_collect_of_a_run_none_of_whose_programs_has_finished_is_refused(tmp_path, repro):
+    """No results.json yet (an unfinished campaign cell is carried as its run folder)."""
     source = tmp_path / "results" / "lrgb"
-    running = source / "checkpoints" / "peptides-func" / "swan" / "program-zzz"
-    write_history(running, 5, 1)
-    cfg = config(epochs=300, seeds=[0], patience=None, optimizer="adamw", limit=None)
-    (running / "run.json").write_text(json.dumps({
-        "train": {"epochs": 300}, "runs": [{"run": 0, "seed": 0, "hparams": {}}],
-        "description": {"experiment": {"name": "lrgb"}, "program": "zzz", "config": cfg,
-                        "cell": {"dataset": "peptides-func", "variant": "swan"},
-                        "static": {}}}))
-    assert "0 finished program(s), 1 in progress, 1 curve(s)" in "\n".join(collect(source, repro))
-    assert "| 63.13 ± 0.46 | not run |" in row(rendered(repro), "SWAN", "Peptides-func")
-    runs = runs_md(repro)
-    assert "no program of this run had finished" in runs
-    assert "`peptides-func/swan/program-zzz` 5/300 epochs" in runs
-    assert "in progress: 5 of 300 epochs, 1 seed(s); not the run of any row" in runs
-    assert (repro / "figures" / "curves-lrgb.png").exists()
+    (source / "checkpoints" / "peptides-func").mkdir(parents=True)
+    with pytest.raises(ReproductionsError, match="results.json: no such file; give a results "
+                                                 "folder whose sweep finished a program"):
+        collect(source, repro)
+    assert not (repro / "lrgb").exists()
 
 
 def test_a_cell_without_its_axes_is_named(repro):

@@ -1,5 +1,5 @@
 """Pieces both documents share: a markdown table, the cells of the runs, what a row says
-about how its number was obtained (`CellFacts`), and a run's protocol block."""
+about how its number was obtained (`Evidence`), and a run's protocol block."""
 
 from __future__ import annotations
 
@@ -87,13 +87,16 @@ def best_config(cell: Mapping[str, Any]) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class CellFacts:
-    """What a row says about how its number was obtained."""
+class Evidence:
+    """A run's summary of a cell, and what a row says about how its number was obtained."""
 
+    run: Run
+    summary: Mapping[str, Any]
     departures: tuple[str, ...]  # () = the paper's full protocol
     converged: str  # "yes", "still improving (k of n seeds)", "–"
     device: str
     wall: str
+    note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
 
     @property
     def full(self) -> bool:
@@ -102,6 +105,12 @@ class CellFacts:
     @property
     def protocol(self) -> str:
         return "full" if self.full else "reduced: " + "; ".join(self.departures)
+
+    @property
+    def said(self) -> str:
+        """The departures, the note beside them."""
+        text = "none" if self.full else "; ".join(self.departures)
+        return f"{text} ({self.note})" if self.note else text
 
 
 def converged(cell: Mapping[str, Any], cap: Any) -> str:
@@ -152,13 +161,12 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
     return tuple(reworded(d, proto) for d in items)
 
 
-def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
-               paper_points: int | None = None) -> CellFacts:
+def evidence(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
+             paper_points: int | None = None, note: str = "") -> Evidence:
     wall = cell.get("wall_time")
-    return CellFacts(departures=cell_departures(run, cell, proto, paper_points),
-                     converged=converged(cell, run.config.get("epochs")),
-                     device=cell_device(run, cell),
-                     wall="–" if not isinstance(wall, int | float) else duration(wall))
+    return Evidence(run, cell, cell_departures(run, cell, proto, paper_points),
+                    converged(cell, run.config.get("epochs")), cell_device(run, cell),
+                    "–" if not isinstance(wall, int | float) else duration(wall), note)
 
 
 def searched_grid(run: Run) -> str:

@@ -41,7 +41,7 @@ each run's protocol: [reproductions/RUNS.md](reproductions/RUNS.md).
 def coverage(shown: Sequence[Shown], paper: Mapping[str, Any],
              groups: Mapping[str, Sequence[Run]]) -> list[str]:
     """Per paper table: its cells, those in scope and how they stand, its other rows."""
-    entries = [(s.table.name, ["not run" if b is None else "full" if b.facts.full
+    entries = [(s.table.name, ["not run" if b is None else "full" if b.full
                                else "reduced" for _, b, _ in s.rows],
                 s.table.literature or {}, [b.run for _, b, _ in s.rows if b]) for s in shown]
     entries += [(name, status, {}, runs) for name, status, runs in measurements.counts(

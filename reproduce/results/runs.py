@@ -13,13 +13,13 @@ from reproduce.results import compare, figures
 from reproduce.results.blocks import (
     anchor,
     best_config,
-    cell_facts,
     epochs_range,
+    evidence,
     protocol_block,
     short_device,
     table,
 )
-from reproduce.results.sections import Shown, departures
+from reproduce.results.sections import Shown
 from reproduce.results.store import FIGURES, MEASUREMENTS, Run
 
 SUMMARY_KEYS = {"metric", "best_hparams", "val_mean", "val_std", "test_mean", "test_std",
@@ -53,9 +53,8 @@ def every_row(shown: Sequence[Shown]) -> tuple[list[str], set[int]]:
             for ev in candidates:
                 used.add(id(ev.summary))
                 body.append([*cell.labels, *_numbers(ev.summary, cell.metric),
-                             ev.facts.converged, departures(ev),
-                             best_config(ev.summary), ev.facts.wall,
-                             short_device(ev.facts.device), _link(ev.run),
+                             ev.converged, ev.said, best_config(ev.summary), ev.wall,
+                             short_device(ev.device), _link(ev.run),
                              "shown" if ev is best else "superseded"])
         if body:
             lines += [f"### {s.table.heading}", "", *table([*s.table.columns, *HEADER], body)]
@@ -70,7 +69,7 @@ def other_cells(runs: Sequence[Run], used: set[int], paper: Mapping[str, Any]) -
             if id(summary) in used:
                 continue
             axes = " / ".join(str(summary[k]) for k in summary if k not in SUMMARY_KEYS)
-            facts = cell_facts(run, summary, proto)
+            facts = evidence(run, summary, proto)
             metric = str(summary.get("metric", ""))
             body.append([axes, metric, *_numbers(summary, metric), facts.converged,
                          facts.protocol, best_config(summary),

@@ -14,9 +14,9 @@ from typing import Any
 from reproduce.results import compare
 from reproduce.results.blocks import (
     CELL_KEYS,
-    CellFacts,
-    cell_facts,
+    Evidence,
     cell_rows,
+    evidence,
     label_setting,
     short_device,
 )
@@ -54,14 +54,6 @@ class Cell:
 
 
 @dataclasses.dataclass(frozen=True)
-class Evidence:
-    run: Run
-    summary: dict[str, Any]
-    facts: CellFacts
-    note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
-
-
-@dataclasses.dataclass(frozen=True)
 class PaperTable:
     """A table (or figure) of the paper as RESULTS.md shows it, from `paper[source]`."""
     name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
@@ -91,9 +83,8 @@ def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, An
     candidates = []
     for run, summary in found:
         points = paper_cell_points(cell.experiment, summary)
-        candidates.append(Evidence(run, summary, cell_facts(run, summary, proto, points),
-                                   _row_note(cell, run, summary)))
-    ranked = sorted(candidates, key=lambda e: (not e.facts.full, _validation_rank(e.summary)))
+        candidates.append(evidence(run, summary, proto, points, _row_note(cell, run, summary)))
+    ranked = sorted(candidates, key=lambda e: (not e.full, _validation_rank(e.summary)))
     return (ranked[0] if ranked else None), candidates
 
 
@@ -105,11 +96,6 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
         return ""
     return "beta not searched: no effect on a regular graph"
-
-
-def departures(evidence: Evidence) -> str:
-    text = "none" if evidence.facts.full else "; ".join(evidence.facts.departures)
-    return f"{text} ({evidence.note})" if evidence.note else text
 
 
 def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
@@ -257,8 +243,8 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
         if cell.train_ms:
             timed = [best.summary.get(f"{k}_ms_per_epoch") for k in ("train", "eval")]
             ours += f"; {_ms(timed)} ms"
-        body.append([*cell.labels, theirs, ours, verdict, departures(best),
-                     best.facts.converged, short_device(best.facts.device),
+        body.append([*cell.labels, theirs, ours, verdict, best.said,
+                     best.converged, short_device(best.device),
                      runs_link(best.run.name)])
         std = best.summary.get("test_std") if cell.experiment != "graphprop" else None
         points.append((cell.panel, cell.point, ref,
