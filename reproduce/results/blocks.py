@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from typing import Any
 from reproduce.results import protocol
 from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, matches
 from swan_jax.experiments.sweep import duration
+
+# The documents' fixed text (introductions, the paper tables' texts): data, not code.
+TEXT: dict[str, Any] = tomllib.loads(Path(__file__).with_name("text.toml").read_text())
 
 
 def label_setting(cell: Mapping[str, Any]) -> str:

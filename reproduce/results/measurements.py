@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.results.blocks import device, relative, table
+from reproduce.results.blocks import TEXT, device, relative, table
 from reproduce.results.store import Run
 
 NOT_RUN = "not run"
@@ -76,12 +76,8 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
 
 def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
     spec = paper.get("runtimes") or {}
-    intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
-             "`python -m benchmarks.runtime_table` on the device of each row: the median "
-             "training part of the epochs after the first (which compiles), and the median "
-             "evaluation of the validation and test splits. Authors' PyTorch: their SWAN and "
-             "SWAN-learn timed by the same run (`benchmarks/reference_pytorch.py`). GPS: "
-             "GraphGPS's Peptides-func configuration (docs/gps.md).")
+    intro = TEXT["runtimes_intro"].format(reference=spec.get("reference", ""),
+                                          machine=spec.get("machine", "?"))
     return ["## Runtimes per epoch (paper tab:runtimes)", "",
             intro + ("" if runs else " Not run here yet."), "",
             *table(["Model", "Ours: training s", "Paper: training s", "Ours: inference s",
@@ -118,12 +114,7 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
              out: Path | None = None) -> list[str]:
     spec = paper.get("jacobian") or {}
     lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
-             f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
-             "average, GCN 40%. Ours: `python -m reproduce.jacobian`, SWAN and GCN trained at "
-             "the LRGB experiment's packaged point, then ||J(l) - J(l-1)||_F / ||J(l-1)||_F "
-             "on the smallest test graphs, per layer in percent: for SWAN the field's "
-             "Jacobian J(t) (the paper's object) and its Euler layer map (I + epsilon J), "
-             "which scales with epsilon (each SWAN row names it); for GCN its layer map."
+             TEXT["jacobian_intro"].format(reference=spec.get("reference", ""))
              + ("" if runs else " Not run here yet."), ""]
     lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
                     "Ours per layer, %", "Protocol", "Run (device)"],

@@ -6,14 +6,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from reproduce.results import compare
 from reproduce.results.blocks import (
     CELL_KEYS,
+    TEXT,
     Evidence,
     cell_rows,
     evidence,
@@ -31,7 +30,6 @@ NAMES = {"swan": "SWAN", "swan-learn": "SWAN-learn", "adgn": "ADGN", "gcn": "GCN
          "sssp": "SSSP", "eccentricity": "Eccentricity", "peptides-func": "Peptides-func",
          "peptides-struct": "Peptides-struct", "pascalvoc-sp": "PascalVOC-sp",
          "tolokers": "Tolokers", "questions": "Questions", "ogbn-arxiv": "ogbn-arxiv"}
-TABLES_FILE = Path(__file__).with_name("tables.toml")
 HEADER = ["Paper", "Ours", "Verdict", "Departures from the paper's protocol", "Converged",
           "Ran on", "Run"]
 
@@ -140,9 +138,9 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
     return out
 
 
-# The paper's tables in RESULTS.md's order, their texts (`{...}`: filled by `paper_tables`).
+# The paper's tables in RESULTS.md's order (`{...}` in a text: filled by `paper_tables`).
 TABLES = tuple(PaperTable(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
-               for t in tomllib.loads(TABLES_FILE.read_text())["table"])
+               for t in TEXT["table"])
 
 
 def table_cells(source: str, paper: Mapping[str, Any], authors: Mapping[str, Any]
