@@ -139,8 +139,12 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
 
 
 # The paper's tables in RESULTS.md's order (`{...}` in a text: filled by `paper_tables`).
-TABLES = tuple(PaperTable(**{k: tuple(v) if isinstance(v, list) else v for k, v in t.items()})
-               for t in TEXT["table"])
+def _paper_table(spec: Mapping[str, Any]) -> PaperTable:
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()}
+    return PaperTable(**fields)
+
+
+TABLES = tuple(_paper_table(t) for t in TEXT["table"])
 
 
 def table_cells(source: str, paper: Mapping[str, Any], authors: Mapping[str, Any]
