@@ -1,5 +1,5 @@
-"""Pieces both documents share: a markdown table, the cells of the runs, what a row says
-about how its number was obtained (`Evidence`), and a run's protocol block."""
+"""Pieces both documents share: their fixed text, a markdown table, the cells of the runs
+and what a row says about how its number was obtained (`Evidence`)."""
 
 from __future__ import annotations
 
@@ -171,71 +171,3 @@ def evidence(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
     return Evidence(run, cell, cell_departures(run, cell, proto, paper_points),
                     converged(cell, run.config.get("epochs")), cell_device(run, cell),
                     "–" if not isinstance(wall, int | float) else duration(wall), note)
-
-
-def searched_grid(run: Run) -> str:
-    """The union of the grid points the run's programs searched (a cell searches its own
-    sub-grid: ADGN has no beta), else the configured grid."""
-    axes: dict[str, list] = {}
-    for rec in run.records:
-        for r in rec.get("runs") or []:
-            for axis, value in (r.get("hparams") or {}).items():
-                axes.setdefault(axis, [])
-                if value not in axes[axis]:
-                    axes[axis].append(value)
-    if not axes:
-        return protocol.grid_line(run.config)
-    return protocol.grid_line({"grid": axes}) + " over its programs"
-
-
-def _in_progress_line(run: Run) -> str | None:
-    finished = {r.get("program") for r in run.records}
-    running = [p for p in run.collected.get("in_progress") or []
-               if p.get("program") not in finished]
-    if not running:
-        return None
-    items = [f"`{p['name']}` {p.get('epochs_done', 0)}/{p.get('epochs_cap')} epochs"
-             for p in running[:8]]
-    more = f" and {len(running) - 8} more" if len(running) > 8 else ""
-    return "- In progress when collected (not in the tables): " + ", ".join(items) + more
-
-
-def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
-    """What a run ran, where, how long, and how it departs from the paper's protocol."""
-    cfg, coll = run.config, run.collected
-    sizes = protocol.split_sizes(cfg)
-    data = ("/".join(map(str, sizes)) + " train/val/test graphs" if sizes else
-            f"first {cfg['limit']} raw rows / graphs per split" if cfg.get("limit") else
-            "the full data (official splits)" if "limit" in cfg else
-            "as the experiment loads it (the configuration sets no size)")
-    patience = cfg.get("patience")
-    files = ["results.json", "config.toml"] + (["history.json"] if run.history else [])
-    lines = [f"- Files: `reproductions/{run.name}/` ({', '.join(files)}), collected from "
-             f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
-             f"- Machine: {protocol.machine_line(run.machine)}",
-             f"- Data: {data}",
-             f"- Training: up to {cfg.get('epochs')} epochs, "
-             + ("no early stopping" if patience is None else f"patience {patience}")
-             + f", batch {cfg.get('batch_size')}, {cfg.get('optimizer')}, solver "
-             f"{cfg.get('solver', 'euler')}; seeds {', '.join(map(str, cfg.get('seeds') or []))}",
-             f"- Grid searched: {searched_grid(run)}; selection by the best mean validation "
-             f"metric over seeds, test read at each run's best validation epoch",
-             f"- Wall time: {protocol.wall_line(run.records)}"]
-    if run.results.get("stub"):
-        lines.append(f"- results.json: {run.results['stub']}")
-    lines += [line for line in [_in_progress_line(run)] if line]
-    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
-    whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
-             else "the paper's protocol")
-    lines.append(f"- Departures from {whose}: " + (
-        "; ".join(found) if found else "none found in the configuration"
-        if proto else "no paper protocol to compare with"))
-    notes = [n for n in coll.get("notes") or [] if n] + ([coll["note"]] if coll.get("note")
-                                                         else [])
-    if notes:
-        lines.append("- Notes: " + "; ".join(notes))
-    if run.results.get("not_run"):
-        lines.append("- Cells skipped for missing data (`--skip-missing`): "
-                     + "; ".join(run.results["not_run"]))
-    lines += [f"- Problem: {p}" for p in run.problems]
-    return lines + [""]
