@@ -138,12 +138,12 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
     return out
 
 
-# The paper's tables in RESULTS.md's order (`{...}` in a text: filled by `paper_tables`).
 def _paper_table(spec: Mapping[str, Any]) -> PaperTable:
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()}
     return PaperTable(**fields)
 
 
+# The paper's tables in RESULTS.md's order (`{...}` in a text: filled by `paper_tables`).
 TABLES = tuple(_paper_table(t) for t in TEXT["table"])
 
 
