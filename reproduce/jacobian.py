@@ -34,7 +34,7 @@ import swan_jax.analysis as sa
 from benchmarks.common import lrgb_model, machine
 from reproduce.device import device_kind
 from reproduce.results import figures
-from reproduce.runtime import output_arguments, write_run
+from reproduce.results.store import output_arguments, write_run
 from swan_jax.data import load_peptides_func
 from swan_jax.data.errors import DataError
 from swan_jax.train import TrainConfig, train

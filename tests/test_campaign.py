@@ -7,6 +7,7 @@ of an experiment's command compiles for seconds and trains for less.
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import random
 import shutil
@@ -60,6 +61,9 @@ def test_the_committed_cells_put_the_paper_s_claims_first_and_each_builds_its_co
     for cell in plan:
         if cell.runnable and not cell.measurement:
             gather.cell_config(cell)  # raises on a key the experiment does not know
+        if cell.measurement:  # its command is a module of this tree
+            argv = cells.command(cell, Path("run"), Path("reproductions"))
+            assert argv[1] == "-m" and importlib.util.find_spec(argv[2]), argv
 
 
 def test_a_bad_cells_file_is_named_in_one_line(tmp_path):

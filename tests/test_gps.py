@@ -366,12 +366,12 @@ def test_node_classification_takes_gps_on_request_and_checks_its_width():
 
 
 def test_the_runtime_row_of_gps_trains_on_peptide_shaped_graphs():
-    """`reproduce.runtime`'s GPS row: LapPE appended, the model sized to the largest graph;
+    """`benchmarks.runtime_table`'s GPS row: LapPE appended, the model sized to the largest graph;
     its GatedGCN with bond embeddings takes a finite step of the training loop's own
     (narrowed to 32 channels and 1 layer here; the timings run on a device slice)."""
     from benchmarks.common import _synthetic_peptides, lrgb_gps_model, train_step_fn
     from benchmarks.epoch_anatomy import Workload
-    from reproduce.runtime import MODELS, gps_workload
+    from benchmarks.runtime_table import MODELS, gps_workload
     from swan_jax.ogb_vocabulary import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS
 
     assert "gps" in MODELS

@@ -1,4 +1,4 @@
-"""The measurement cells' commands (`reproduce.jacobian`, `reproduce.runtime`): the
+"""The measurement cells' commands (`reproduce.jacobian`, `benchmarks.runtime_table`): the
 Jacobian figure's runner on a tiny synthetic Peptides-func, the runtime table's refusal
 of stand-in graphs, and their rows in RESULTS.md."""
 
@@ -176,7 +176,7 @@ def test_the_ablation_s_peptides_variants_train_as_lrgb_cells(tmp_path):
 
 
 def test_the_runtime_table_is_never_timed_on_stand_in_graphs(tmp_path, monkeypatch, capsys):
-    from reproduce import runtime
+    from benchmarks import runtime_table as runtime
 
     monkeypatch.setenv("SWAN_DATA_DIR", str(tmp_path / "empty"))
     monkeypatch.setattr(runtime, "results", lambda *a: pytest.fail("it timed stand-ins"))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reproduce.campaign import carry
 from reproduce.results import (
     CollectRefused,
     ReproductionsError,
@@ -396,18 +397,17 @@ def test_the_campaign_has_its_section_in_runs_md(repro):
     (repro / "campaign" / "plan.toml").write_text(
         '[[cell]]\nid = "transfer/line/3/gcn"\nexperiment = "transfer"\npriority = 1\n'
         'status = "runnable"\n')
-    (repro / "campaign" / "state.json").write_text(json.dumps({"cells": {
-        "transfer/line/3/gcn": {"status": "under way", "programs": "0 of 1",
-                                "fraction": 0.25, "seconds_per_epoch": {"cpu-2core": 0.7},
-                                "updated": "now"}}}))
+    run = repro.parent / "work" / "transfer__line__3__gcn"  # an unfinished cell, carried
+    (run / "checkpoints" / "p").mkdir(parents=True)
+    (run / "checkpoints" / "p" / "history.jsonl").write_text("{}\n" * 7)
+    carry.pack(run, repro / "campaign" / "carried", "transfer__line__3__gcn")
     lines = render(repro, repro.parent / "RESULTS.md")
     assert not any("campaign" in w or "plateau" in w for w in lines[1:])  # no warning
-    assert "| transfer/line/3/gcn | under way | 0 of 1 | 25% | cpu-2core 0.7 s | no |" in \
-        runs_md(repro)
+    assert "| transfer/line/3/gcn | 0 | 7 |" in runs_md(repro)
 
 
 def test_the_runtime_table_shows_each_measured_model_beside_the_paper(repro):
-    """A `reproduce.runtime` run: its seconds beside the RTX 3090's, the authors' PyTorch
+    """A `benchmarks.runtime_table` run: its seconds beside the RTX 3090's, the authors' PyTorch
     measured by the same run where it was, full only for whole Peptides-func epochs."""
     folder = repro / "runtime-h200"
     folder.mkdir()
@@ -715,24 +715,14 @@ def test_the_committed_results_md_is_rendered_from_the_committed_reproductions(t
         REPO / "reproductions" / "RUNS.md").read_text(), "RUNS.md is stale: `make results`"
 
 
-def test_collect_a_run_none_of_whose_programs_has_finished(tmp_path, repro):
-    """The 300-epoch seed between GPU sessions: no results.json yet, only its folder."""
+def test_collect_of_a_run_none_of_whose_programs_has_finished_is_refused(tmp_path, repro):
+    """No results.json yet (an unfinished campaign cell is carried as its run folder)."""
     source = tmp_path / "results" / "lrgb"
-    running = source / "checkpoints" / "peptides-func" / "swan" / "program-zzz"
-    write_history(running, 5, 1)
-    cfg = config(epochs=300, seeds=[0], patience=None, optimizer="adamw", limit=None)
-    (running / "run.json").write_text(json.dumps({
-        "train": {"epochs": 300}, "runs": [{"run": 0, "seed": 0, "hparams": {}}],
-        "description": {"experiment": {"name": "lrgb"}, "program": "zzz", "config": cfg,
-                        "cell": {"dataset": "peptides-func", "variant": "swan"},
-                        "static": {}}}))
-    assert "0 finished program(s), 1 in progress, 1 curve(s)" in "\n".join(collect(source, repro))
-    assert "| 63.13 ± 0.46 | not run |" in row(rendered(repro), "SWAN", "Peptides-func")
-    runs = runs_md(repro)
-    assert "no program of this run had finished" in runs
-    assert "`peptides-func/swan/program-zzz` 5/300 epochs" in runs
-    assert "in progress: 5 of 300 epochs, 1 seed(s); not the run of any row" in runs
-    assert (repro / "figures" / "curves-lrgb.png").exists()
+    (source / "checkpoints" / "peptides-func").mkdir(parents=True)
+    with pytest.raises(ReproductionsError, match="results.json: no such file; give a results "
+                                                 "folder whose sweep finished a program"):
+        collect(source, repro)
+    assert not (repro / "lrgb").exists()
 
 
 def test_a_cell_without_its_axes_is_named(repro):
@@ -742,29 +732,15 @@ def test_a_cell_without_its_axes_is_named(repro):
         rendered(repro)
 
 
-def test_a_campaign_cell_resumed_on_another_device_kind_says_its_epochs_there(repro):
-    cell = summary({"topology": "line", "distance": 5, "model": "swan"}, 2e-7, epochs=2000)
+def test_a_cell_whose_programs_ran_on_two_devices_names_both(repro):
     gpu = {**MACHINE, "device": "cuda:0", "device_kind": "NVIDIA H200"}
-    rec = {**record({"topology": "line", "distance": 5, "model": "swan"}, [{}],
-                    epochs=2000), "machine": gpu}
-    write_results(repro / "campaign-transfer-h200", "transfer",
-                  config(sizes=[1000, 100, 100], epochs=2000), [cell], [rec])
-    # a cell whose programs' records name both devices already says nothing more
     ring = {"topology": "ring", "distance": 5, "model": "adgn"}
     write_results(repro / "campaign-transfer", "transfer",
                   config(sizes=[1000, 100, 100], epochs=2000),
                   [summary(ring, 3e-7, epochs=2000)],
                   [{**record(ring, [{}], epochs=2000, ident="a"), "machine": gpu},
                    {**record(ring, [{}], epochs=2000, ident="b"), "machine": MACHINE}])
-    (repro / "campaign").mkdir()
-    (repro / "campaign" / "state.json").write_text(json.dumps({"cells": {
-        "transfer/line/5/swan": {"status": "finished", "epochs": {"h200": 3161,
-                                                                  "cpu-2core": 839}},
-        "transfer/ring/5/adgn": {"status": "finished", "epochs": {"h200": 2000,
-                                                                  "cpu-2core": 2000}}}}))
     text = rendered(repro)
-    assert row(text, "Line", "5", "SWAN").endswith(
-        f"| NVIDIA H200; also 839 epochs on cpu-2core | {link('campaign-transfer-h200')} |")
     assert row(text, "Ring", "5", "ADGN").endswith(
         f"| NVIDIA H200, CPU | {link('campaign-transfer')} |")
 

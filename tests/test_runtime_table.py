@@ -1,4 +1,4 @@
-"""`python -m reproduce.runtime` (the paper's runtime table): its refusals come before any
+"""`python -m benchmarks.runtime_table` (the paper's runtime table): its refusals come before any
 compute, in one line. (The table it feeds is tested in test_results_md.py; the timings
 themselves run on a GPU slice or by hand: they take minutes.)"""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reproduce import runtime
+from benchmarks import runtime_table as runtime
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -1,7 +1,7 @@
 """The campaign's cells (`reproductions/campaign/plan.toml`: its header says their keys),
 and the command that runs one: a sweep cell's experiment's own command with `--config
 <run>/cell.toml --resume` in its run folder `<work>/<id with / as __>/`, a measurement
-cell's `python -m reproduce.<experiment>` with its `config` as flags (it writes
+cell's command (`MEASUREMENTS`) with its `config` as flags (it writes
 `reproductions/<experiment>-<device kind>/` itself)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 PLAN_FILE = Path("reproductions/campaign/plan.toml")
 SWEEPS = ("transfer", "graphprop", "lrgb", "node_classification")
-MEASUREMENTS = ("runtime", "jacobian")
+MEASUREMENTS = {"runtime": "benchmarks.runtime_table", "jacobian": "reproduce.jacobian"}
 
 
 class PlanError(ValueError):
@@ -69,10 +69,10 @@ def load_cells(path: str | Path = PLAN_FILE) -> list[Cell]:
             raise PlanError(f"{path}: cell {index + 1} ({item.get('id', 'no id')}): "
                             f"unknown key(s) {', '.join(unknown) or 'none'}, or no id; "
                             f"keys: {', '.join(sorted(fields))}")
-        if item.get("experiment") not in SWEEPS + MEASUREMENTS:
+        if item.get("experiment") not in (*SWEEPS, *MEASUREMENTS):
             raise PlanError(f"{path}: cell {item['id']}: experiment "
                             f"{item.get('experiment')!r} is none of "
-                            f"{', '.join(SWEEPS + MEASUREMENTS)}")
+                            f"{', '.join((*SWEEPS, *MEASUREMENTS))}")
         cells.append(Cell(**item))
     return sorted(cells, key=lambda c: c.priority)
 
@@ -106,7 +106,7 @@ def command(cell: Cell, run: Path, reproductions: Path) -> list[str]:
         flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f"={v}")
                  for k, v in cell.config.items() if v is not False and v is not None]
         work = ["--work", str(run / "checkpoints")] if cell.experiment == "jacobian" else []
-        return [sys.executable, "-m", f"reproduce.{cell.experiment}", *flags, *work,
+        return [sys.executable, "-m", MEASUREMENTS[cell.experiment], *flags, *work,
                 "--reproductions", str(reproductions)]
     return [sys.executable, "-m", f"swan_jax.experiments.{cell.experiment}",
             "--config", str(run / "cell.toml"), "--resume"]

@@ -1,12 +1,12 @@
-"""Pieces both documents share: a markdown table, the cells of the runs, what a row says
-about how its number was obtained (`CellFacts`), and a run's protocol block."""
+"""Pieces both documents share: their fixed text, a markdown table, the cells of the runs
+and what a row says about how its number was obtained (`Evidence`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
+import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,9 @@ from typing import Any
 from reproduce.results import protocol
 from reproduce.results.store import RESULTS_FILE, ReproductionsError, Run, matches
 from swan_jax.experiments.sweep import duration
+
+# The documents' fixed text (introductions, the paper tables' texts): data, not code.
+TEXT: dict[str, Any] = tomllib.loads(Path(__file__).with_name("text.toml").read_text())
 
 
 def label_setting(cell: Mapping[str, Any]) -> str:
@@ -88,13 +91,16 @@ def best_config(cell: Mapping[str, Any]) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class CellFacts:
-    """What a row says about how its number was obtained."""
+class Evidence:
+    """A run's summary of a cell, and what a row says about how its number was obtained."""
 
+    run: Run
+    summary: Mapping[str, Any]
     departures: tuple[str, ...]  # () = the paper's full protocol
     converged: str  # "yes", "still improving (k of n seeds)", "–"
     device: str
     wall: str
+    note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
 
     @property
     def full(self) -> bool:
@@ -103,6 +109,12 @@ class CellFacts:
     @property
     def protocol(self) -> str:
         return "full" if self.full else "reduced: " + "; ".join(self.departures)
+
+    @property
+    def said(self) -> str:
+        """The departures, the note beside them."""
+        text = "none" if self.full else "; ".join(self.departures)
+        return f"{text} ({self.note})" if self.note else text
 
 
 def converged(cell: Mapping[str, Any], cap: Any) -> str:
@@ -122,32 +134,9 @@ def cell_records(run: Run, cell: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def cell_device(run: Run, cell: Mapping[str, Any]) -> str:
-    """The devices of the cell's records, else the run's (and `_other_kinds`)."""
+    """The devices of the cell's records, else the run's."""
     names = [device(None, rec.get("machine")) for rec in cell_records(run, cell)]
-    label = ", ".join(dict.fromkeys(names)) or device(run)
-    return label + _other_kinds(run, cell, label)
-
-
-CAMPAIGN_KINDS = ("h100", "h200")  # a campaign run's folder name ends with its GPU kind
-
-
-def _other_kinds(run: Run, cell: Mapping[str, Any], label: str) -> str:
-    """"; also 839 epochs on cpu-2core": a campaign cell's epochs on the device kinds
-    (`campaign/state.json`) that neither the run's name nor its records (`label`) name."""
-    key, state_file = CELL_KEYS.get(run.experiment), run.folder.parent / "campaign" / "state.json"
-    if key is None or not run.name.startswith("campaign-") or not state_file.is_file():
-        return ""
-    try:
-        cell_id = "/".join([run.experiment, *map(str, key(cell))])
-        epochs = json.loads(state_file.read_text())["cells"][cell_id]["epochs"]
-    except (KeyError, TypeError, ValueError):
-        return ""
-    own = next((k for k in CAMPAIGN_KINDS if run.name.endswith(f"-{k}")), "cpu-2core")
-    named = {kind for kind in CAMPAIGN_KINDS if kind.upper() in label}
-    named |= {"cpu-2core"} if "cpu:" in label else set()
-    others = [f"{n} epochs on {kind}" for kind, n in epochs.items()
-              if kind != own and kind not in named and n]
-    return f"; also {', '.join(others)}" if others else ""
+    return ", ".join(dict.fromkeys(names)) or device(run)
 
 
 def reworded(text: str, proto: Mapping[str, Any]) -> str:
@@ -176,78 +165,9 @@ def cell_departures(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
     return tuple(reworded(d, proto) for d in items)
 
 
-def cell_facts(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
-               paper_points: int | None = None) -> CellFacts:
+def evidence(run: Run, cell: Mapping[str, Any], proto: Mapping[str, Any],
+             paper_points: int | None = None, note: str = "") -> Evidence:
     wall = cell.get("wall_time")
-    return CellFacts(departures=cell_departures(run, cell, proto, paper_points),
-                     converged=converged(cell, run.config.get("epochs")),
-                     device=cell_device(run, cell),
-                     wall="–" if not isinstance(wall, int | float) else duration(wall))
-
-
-def searched_grid(run: Run) -> str:
-    """The union of the grid points the run's programs searched (a cell searches its own
-    sub-grid: ADGN has no beta), else the configured grid."""
-    axes: dict[str, list] = {}
-    for rec in run.records:
-        for r in rec.get("runs") or []:
-            for axis, value in (r.get("hparams") or {}).items():
-                axes.setdefault(axis, [])
-                if value not in axes[axis]:
-                    axes[axis].append(value)
-    if not axes:
-        return protocol.grid_line(run.config)
-    return protocol.grid_line({"grid": axes}) + " over its programs"
-
-
-def _in_progress_line(run: Run) -> str | None:
-    finished = {r.get("program") for r in run.records}
-    running = [p for p in run.collected.get("in_progress") or []
-               if p.get("program") not in finished]
-    if not running:
-        return None
-    items = [f"`{p['name']}` {p.get('epochs_done', 0)}/{p.get('epochs_cap')} epochs"
-             for p in running[:8]]
-    more = f" and {len(running) - 8} more" if len(running) > 8 else ""
-    return "- In progress when collected (not in the tables): " + ", ".join(items) + more
-
-
-def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
-    """What a run ran, where, how long, and how it departs from the paper's protocol."""
-    cfg, coll = run.config, run.collected
-    sizes = protocol.split_sizes(cfg)
-    data = ("/".join(map(str, sizes)) + " train/val/test graphs" if sizes else
-            f"first {cfg['limit']} raw rows / graphs per split" if cfg.get("limit") else
-            "the full data (official splits)" if "limit" in cfg else
-            "as the experiment loads it (the configuration sets no size)")
-    patience = cfg.get("patience")
-    files = ["results.json", "config.toml"] + (["history.json"] if run.history else [])
-    lines = [f"- Files: `reproductions/{run.name}/` ({', '.join(files)}), collected from "
-             f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
-             f"- Machine: {protocol.machine_line(run.machine)}",
-             f"- Data: {data}",
-             f"- Training: up to {cfg.get('epochs')} epochs, "
-             + ("no early stopping" if patience is None else f"patience {patience}")
-             + f", batch {cfg.get('batch_size')}, {cfg.get('optimizer')}, solver "
-             f"{cfg.get('solver', 'euler')}; seeds {', '.join(map(str, cfg.get('seeds') or []))}",
-             f"- Grid searched: {searched_grid(run)}; selection by the best mean validation "
-             f"metric over seeds, test read at each run's best validation epoch",
-             f"- Wall time: {protocol.wall_line(run.records)}"]
-    if run.results.get("stub"):
-        lines.append(f"- results.json: {run.results['stub']}")
-    lines += [line for line in [_in_progress_line(run)] if line]
-    found = [reworded(long, proto) for _, long in protocol.departures(cfg, proto)]
-    whose = (f"the {proto['name']}'s protocol ({proto.get('source', '')})" if proto.get("name")
-             else "the paper's protocol")
-    lines.append(f"- Departures from {whose}: " + (
-        "; ".join(found) if found else "none found in the configuration"
-        if proto else "no paper protocol to compare with"))
-    notes = [n for n in coll.get("notes") or [] if n] + ([coll["note"]] if coll.get("note")
-                                                         else [])
-    if notes:
-        lines.append("- Notes: " + "; ".join(notes))
-    if run.results.get("not_run"):
-        lines.append("- Cells skipped for missing data (`--skip-missing`): "
-                     + "; ".join(run.results["not_run"]))
-    lines += [f"- Problem: {p}" for p in run.problems]
-    return lines + [""]
+    return Evidence(run, cell, cell_departures(run, cell, proto, paper_points),
+                    converged(cell, run.config.get("epochs")), cell_device(run, cell),
+                    "–" if not isinstance(wall, int | float) else duration(wall), note)

@@ -152,31 +152,11 @@ def _check_replace(dest: Path, results: Mapping[str, Any], force: bool) -> str |
     return f"replaced {dest}" + (f" (smaller: {'; '.join(smaller)})" if smaller else "")
 
 
-STUB = "written by collect from run.json: no program of this run had finished"
-
-
-def _stub_results(source: Path) -> dict[str, Any] | None:
-    """The results of a run none of whose programs has finished, from its `run.json`."""
-    for run_file in sorted((source / "checkpoints").rglob("run.json")):
-        described = json.loads(run_file.read_text()).get("description") or {}
-        if described.get("experiment") and described.get("config"):
-            return {"experiment": described["experiment"]["name"],
-                    "machine": {"device": "not recorded (no program finished)"},
-                    "config": described["config"], "cells": [], "records": [],
-                    "not_run": [], "stub": STUB}
-    return None
-
-
 def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
     path = source / RESULTS_FILE
-    if source.is_dir() and not path.exists():
-        stub = _stub_results(source)
-        if stub is not None:
-            return stub, json.dumps(stub, indent=1) + "\n"
-    if not source.is_dir() or not path.exists():
-        raise ReproductionsError(
-            f"{path}: no such file, and no program folder (checkpoints/**/run.json) "
-            f"either; give a results folder, e.g. results/transfer")
+    if not path.is_file():
+        raise ReproductionsError(f"{path}: no such file; give a results folder whose sweep "
+                                 f"finished a program, e.g. results/transfer")
     raw = path.read_bytes()
     if len(raw) > max_mb * 2 ** 20:
         raise CollectRefused(f"{path} is {len(raw) / 2 ** 20:.1f} MB, over --max-mb "

@@ -3,31 +3,44 @@ Jacobian figure (fig:jacobian_over_time), each run beside the paper's numbers.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reproduce.results.blocks import device, relative, table
+from reproduce.results.blocks import TEXT, device, relative, table
 from reproduce.results.store import Run
 
 NOT_RUN = "not run"
 FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
 
 
-def _protocol(run: Run, short: list[str], after: Sequence[str] = ()) -> str:
+def _protocol(run: Run, short: Sequence[str] = (), after: Sequence[str] = ()) -> str:
     """"full", or "reduced: ..." with the Peptides-func graphs it left out."""
     sizes = run.results.get("graphs") or {}
-    short += [f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
-              if sizes.get(k, 0) < n] + list(after)
-    return "reduced: " + "; ".join(short) if short else "full"
+    items = [*short, *(f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
+                       if sizes.get(k, 0) < n), *after]
+    return "reduced: " + "; ".join(items) if items else "full"
 
 
 def runtime_protocol(run: Run) -> str:
-    return _protocol(run, [])  # `reproduce.runtime` times Peptides-func only, never stand-ins
+    return _protocol(run)  # `benchmarks.runtime_table` never times stand-ins
+
+
+def jacobian_protocol(run: Run) -> str:
+    """Also reduced when a model trained fewer than LRGB's 300 epochs (a checkpoint: full)."""
+    epochs = [(kind, (m.get("training") or {}).get("epochs"))
+              for kind, m in _models(run).items() if "epochs" in (m.get("training") or {})]
+    return _protocol(run, [f"first {run.config['limit']} raw rows"] if run.config.get(
+        "limit") else [], [f"{k.upper()} trained {e} of 300 epochs" for k, e in epochs
+                           if (e or 0) < 300])
 
 
 def _models(run: Run) -> dict[str, Any]:
     return run.results.get("models") or {}
+
+
+def _found(model: str, runs: Sequence[Run]) -> list[tuple[Run, dict[str, Any]]]:
+    return [(run, _models(run)[model]) for run in runs if _models(run).get(model)]
 
 
 def _seconds(value: Any) -> str:
@@ -47,11 +60,9 @@ def _with_note(protocol: str, run: Run) -> str:
 def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
     rows = []
     for model, theirs in paper_values.items():
-        name = theirs.get("label") or model.upper()
-        found = [(run, _models(run)[model]) for run in runs if _models(run).get(model)]
-        if not found:
-            rows.append([name, NOT_RUN, theirs["train_s"], NOT_RUN,
-                         theirs["inference_s"], "–", "", ""])
+        name, found = theirs.get("label") or model.upper(), _found(model, runs)
+        rows += [] if found else [[name, NOT_RUN, theirs["train_s"], NOT_RUN,
+                                   theirs["inference_s"], "–", "", ""]]
         for run, ours in found:
             ref = ((run.results.get("reference") or {}).get("models") or {}).get(model) or {}
             authors = (f"{_seconds(ref.get('train_s'))} / {_seconds(ref.get('inference_s'))}"
@@ -65,15 +76,10 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
 
 def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
     spec = paper.get("runtimes") or {}
-    intro = (f"{spec.get('reference', '')}; measured on {spec.get('machine', '?')}. Ours: "
-             "`python -m reproduce.runtime` on the device of each row: the median training "
-             "part of the epochs after the first (which compiles), and the median evaluation "
-             "of the validation and test splits. Authors' PyTorch: their SWAN and SWAN-learn "
-             "timed by the same run (`benchmarks/reference_pytorch.py`). GPS: GraphGPS's "
-             "Peptides-func configuration (docs/gps.md).")
-    if not runs:
-        intro += " Not run here yet."
-    return ["## Runtimes per epoch (paper tab:runtimes)", "", intro, "",
+    intro = TEXT["runtimes_intro"].format(reference=spec.get("reference", ""),
+                                          machine=spec.get("machine", "?"))
+    return ["## Runtimes per epoch (paper tab:runtimes)", "",
+            intro + ("" if runs else " Not run here yet."), "",
             *table(["Model", "Ours: training s", "Paper: training s", "Ours: inference s",
                     "Paper: inference s", "Authors' PyTorch, same device", "Protocol",
                     "Run (device)"], _runtime_rows(spec.get("values") or {}, runs))]
@@ -82,38 +88,25 @@ def runtimes(paper: Mapping[str, Any], runs: Sequence[Run] = ()) -> list[str]:
 JACOBIAN_KINDS = {"field": "field J(t) at x(l)", "layer_map": "layer map x(l-1) -> x(l)"}
 
 
-def jacobian_protocol(run: Run) -> str:
-    """Also reduced when a model trained fewer than LRGB's 300 epochs (a checkpoint: full)."""
-    epochs = [(kind, (m.get("training") or {}).get("epochs"))
-              for kind, m in _models(run).items() if "epochs" in (m.get("training") or {})]
-    return _protocol(run, [f"first {run.config['limit']} raw rows"] if run.config.get(
-        "limit") else [], [f"{k.upper()} trained {e} of 300 epochs" for k, e in epochs
-                           if (e or 0) < 300])
-
-
 def _jacobian_rows(spec: Mapping[str, Any], runs: Sequence[Run]) -> list[list[str]]:
     theirs = spec.get("mean_relative_change") or {}
     rows = []
     for model in spec.get("models", []):
         paper = f"{100 * theirs[model]:.3g}%" if model in theirs else "–"
-        found = [(run, _models(run)[model]) for run in runs if _models(run).get(model)]
-        if not found:
-            rows.append([model.upper(), "–", NOT_RUN, paper, "", "", ""])
+        found = _found(model, runs)
+        rows += [] if found else [[model.upper(), "–", NOT_RUN, paper, "", "", ""]]
         for run, ours in found:
             nodes = (run.results.get("graphs") or {}).get("measured_nodes") or []
-            trained = ours.get("training") or {}
-            test = trained.get("test_ap")
+            test = (ours.get("training") or {}).get("test_ap")
             where = (f"{len(nodes)} test graphs of {', '.join(map(str, nodes))} nodes"
                      + (f"; epsilon {run.config.get('epsilon', 1.0):g}" if model == "swan"
                         else "")
                      + (f"; test AP {100 * test:.1f}" if isinstance(test, float) else ""))
-            for key, label in JACOBIAN_KINDS.items():
-                if key in ours:
-                    per_layer = ", ".join(f"{100 * v:.3g}" for v in ours[key]["per_layer"])
-                    rows.append([model.upper(), label, f"{100 * ours[key]['mean']:.3g}%",
-                                 paper, per_layer, _with_note(
-                                     f"{jacobian_protocol(run)}; {where}", run),
-                                 f"{run.name} ({device(run)})"])
+            protocol = _with_note(f"{jacobian_protocol(run)}; {where}", run)
+            rows += [[model.upper(), label, f"{100 * ours[key]['mean']:.3g}%", paper,
+                      ", ".join(f"{100 * v:.3g}" for v in ours[key]["per_layer"]), protocol,
+                      f"{run.name} ({device(run)})"]
+                     for key, label in JACOBIAN_KINDS.items() if key in ours]
     return rows
 
 
@@ -121,12 +114,7 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
              out: Path | None = None) -> list[str]:
     spec = paper.get("jacobian") or {}
     lines = ["## Jacobian over layers (paper fig:jacobian_over_time)", "",
-             f"{spec.get('reference', '')}; the paper: SWAN about 0.6% between layers on "
-             "average, GCN 40%. Ours: `python -m reproduce.jacobian`, SWAN and GCN trained at "
-             "the LRGB experiment's packaged point, then ||J(l) - J(l-1)||_F / ||J(l-1)||_F "
-             "on the smallest test graphs, per layer in percent: for SWAN the field's "
-             "Jacobian J(t) (the paper's object) and its Euler layer map (I + epsilon J), "
-             "which scales with epsilon (each SWAN row names it); for GCN its layer map."
+             TEXT["jacobian_intro"].format(reference=spec.get("reference", ""))
              + ("" if runs else " Not run here yet."), ""]
     lines += table(["Model", "Jacobian", "Ours: mean relative change", "Paper",
                     "Ours per layer, %", "Protocol", "Run (device)"],
@@ -140,19 +128,14 @@ def jacobian(paper: Mapping[str, Any], runs: Sequence[Run] = (),
 
 
 def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequence[Run]
-           ) -> list[tuple[str, int, int, int, list[Run]]]:
-    """(name, full, reduced, not run, runs) of the runtime table and the Jacobian figure."""
-    out = []
-    for name, models, runs, proto in (
-            ("Runtime table (tab:runtimes, RTX 3090)",
-             (paper.get("runtimes") or {}).get("values", {}), runtime, runtime_protocol),
-            ("Jacobian over layers (fig:jacobian_over_time)",
-             (paper.get("jacobian") or {}).get("models", []), jacobian_runs, jacobian_protocol)):
-        status = []
-        for model in models:
-            done = [r for r in runs if model in _models(r)]
-            status.append("full" if any(proto(r) == "full" for r in done)
-                          else "reduced" if done else "not run")
-        out.append((name, status.count("full"), status.count("reduced"),
-                    status.count("not run"), list(runs)))
-    return out
+           ) -> list[tuple[str, list[str], list[Run]]]:
+    """(name, each model's "full" / "reduced" / "not run", runs) of the runtime table and
+    the Jacobian figure."""
+    tables: list[tuple[str, Any, Sequence[Run], Callable[[Run], str]]] = [
+        ("Runtime table (tab:runtimes, RTX 3090)",
+         (paper.get("runtimes") or {}).get("values", {}), runtime, runtime_protocol),
+        ("Jacobian over layers (fig:jacobian_over_time)",
+         (paper.get("jacobian") or {}).get("models", []), jacobian_runs, jacobian_protocol)]
+    return [(name, ["full" if any(proto(r) == "full" for r, _ in _found(m, runs))
+                    else "reduced" if _found(m, runs) else NOT_RUN for m in models], list(runs))
+            for name, models, runs, proto in tables]

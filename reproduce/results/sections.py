@@ -12,9 +12,10 @@ from typing import Any
 from reproduce.results import compare
 from reproduce.results.blocks import (
     CELL_KEYS,
-    CellFacts,
-    cell_facts,
+    TEXT,
+    Evidence,
     cell_rows,
+    evidence,
     label_setting,
     short_device,
 )
@@ -51,14 +52,6 @@ class Cell:
 
 
 @dataclasses.dataclass(frozen=True)
-class Evidence:
-    run: Run
-    summary: dict[str, Any]
-    facts: CellFacts
-    note: str = ""  # said beside the departures (e.g. why a grid axis was not searched)
-
-
-@dataclasses.dataclass(frozen=True)
 class PaperTable:
     """A table (or figure) of the paper as RESULTS.md shows it, from `paper[source]`."""
     name: str  # for the coverage table, e.g. "Table 1: graph property prediction"
@@ -88,9 +81,8 @@ def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, An
     candidates = []
     for run, summary in found:
         points = paper_cell_points(cell.experiment, summary)
-        candidates.append(Evidence(run, summary, cell_facts(run, summary, proto, points),
-                                   _row_note(cell, run, summary)))
-    ranked = sorted(candidates, key=lambda e: (not e.facts.full, _validation_rank(e.summary)))
+        candidates.append(evidence(run, summary, proto, points, _row_note(cell, run, summary)))
+    ranked = sorted(candidates, key=lambda e: (not e.full, _validation_rank(e.summary)))
     return (ranked[0] if ranked else None), candidates
 
 
@@ -102,11 +94,6 @@ def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
     if beta_matters(summary["topology"], summary["distance"], variant=variant):
         return ""
     return "beta not searched: no effect on a regular graph"
-
-
-def departures(evidence: Evidence) -> str:
-    text = "none" if evidence.facts.full else "; ".join(evidence.facts.departures)
-    return f"{text} ({evidence.note})" if evidence.note else text
 
 
 def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
@@ -151,88 +138,13 @@ def constants(runs: Sequence[Run], setting: str = "paper") -> dict[str, tuple[fl
     return out
 
 
-TRANSFER_NOTES = (
-    "The authors' values: `{path}` of {repository} at {commit}, copied to "
-    "[transfer_figure3.json](swan_jax/experiments/references/transfer_figure3.json) (mean "
-    "over their 4 seeds; no spread recorded for SWAN and ADGN).",
-    "Verdict in orders of magnitude: *within 1 order* when |log10(ours / theirs)| <= 1.",
-    "On the ring (a regular graph) SWAN's space term Psi is zero, so grid points that differ "
-    "only in beta train identically; those rows searched one beta "
-    "([`beta_matters`](swan_jax/data/transfer.py)).")
-AUTHORS_SWAN = ("https://github.com/gravins/SWAN/blob/79361af7086ed9c7cb75426f9c4cab1065280754"
-                "/graph_property_prediction")  # the released code the notes cite
-GRAPHPROP_NOTES = (
-    "Columns: the paper's \"SSSP\" column is the Laplacian features (D - A) x (a one-hop "
-    "target) and its \"Eccentricity\" column the single-source distances: both authors' "
-    "loaders read ADGN's node columns (SWAN's [`utils/gpp_dataset.py`]"
-    "(" + AUTHORS_SWAN + "/utils/gpp_dataset.py#L87-L92), ADGN's `utils/pna_dataset.py` "
-    "lines 64-69; "
-    "[differential report](reproductions/graphprop-differential/REPORT.md)); the `faithful` "
-    "label setting trains what the names say ([RUNS.md](reproductions/RUNS.md) lists any such "
-    "run).",
-    "Ours: the authors' score (log10 of the mean of per-batch losses, as the paper's), "
-    "where the run recorded it; else the pooled score (log10 of the mean per-graph MSE), "
-    "marked *(pooled)*.",
-    "{constant}",  # the constant predictor's scores, where a run recorded them
-    "Aggregation `adjacency`: an option of the paper's grid, A (`adj`) or D^-1/2 A D^-1/2 "
-    "(`sym`). The authors' released SWAN ([`models/swan.py`](" + AUTHORS_SWAN + "/models/swan.py), "
-    "default `AntiSymNaiveAggr`) aggregates through `get_adj(normalization='sym')`; its "
-    "plain-sum option `BoundedNaiveAggr` has an unconstrained weight. For "
-    "ADGN, `adj` (a plain neighbour sum) is the authors' ADGN aggregation "
-    "([ADGN differential](reproductions/graphprop-adgn-differential/REPORT.md)).",
-    "Our SWAN's vector field equals the authors' `SWANConv` step to 1.8e-7, and both codes "
-    "learn at the same pace on the same data ([differential check]"
-    "(reproductions/graphprop-differential/REPORT.md)).",
-    "**A plateau, not a floor.** On \"SSSP\" a model first sits near the error of "
-    "predicting every negative target as 0, then leaves it after a few hundred optimiser "
-    "steps on the full data ([plateau report](reproductions/graphprop-plateau/REPORT.md)); "
-    "the short screens' rows are budget-bound, not at a ceiling.",
-    "SSSP at one grid point (hidden 30, 5 layers, epsilon 0.1, `adj`), one seed, the "
-    "paper's 1,500 epochs on the full data: ADGN "
-    "([graphprop-adgn-adj-1500](reproductions/graphprop-adgn-adj-1500/)), SWAN "
-    "([graphprop-swan-adj-1500](reproductions/graphprop-swan-adj-1500/)) and SWAN-learn "
-    "([graphprop-swan-learn-adj-1500](reproductions/graphprop-swan-learn-adj-1500/)); `sym` "
-    "at that point ended its 1,500 epochs at -1.13 (ADGN) and -0.69 (SWAN) ([plateau report]"
-    "(reproductions/graphprop-plateau/REPORT.md)). SWAN-learn lands below SWAN there, where "
-    "the paper has it above: one point does not settle its row.")
-# The paper's tables in RESULTS.md's order; `{...}` in a text: filled by `paper_tables`.
-TABLES = (
-    PaperTable(
-        "Figure 3: graph transfer", "Figure 3: graph transfer", "transfer",
-        ("Topology", "k", "Model"), "transfer.png", "test MSE", log=True,
-        intro="Test MSE of the target node's value after k hops (layers = k), mean ± std "
-              "over seeds. Paper: the values the authors plot as Figure 3.",
-        notes=TRANSFER_NOTES),
-    PaperTable(
-        "Table 1: graph property prediction", "Table 1: graph property prediction",
-        "graphprop", ("Model", "Task"), "table1.png", "test log10 MSE",
-        intro="Test log10 MSE (lower is better), mean ± std over seeds; the paper's label "
-              "setting (raw labels, ADGN's columns and loss averaging).",
-        notes=GRAPHPROP_NOTES),
-    PaperTable(
-        "Table 2: LRGB", "Table 2: long-range graph benchmark", "lrgb", ("Model", "Data set"),
-        "table2.png", "test metric (AP, F1 in %; MAE)",
-        intro="Test metric at each run's best validation epoch (AP and F1 in percent, MAE), "
-              "mean ± std over seeds; the paper's over 3 seeds."),
-    PaperTable(
-        "Table 3: SWAN variants", "Table 3: SWAN variants (ablation)", "ablation",
-        ("Data set", "Variant"), "table3.png", "test metric (log10 MSE; AP in %; MAE)",
-        intro="SWAN without its space term (beta = 0), and the non-enforced (NE) variants "
-              "with an unconstrained weight V; GraphProp in the paper's label setting, "
-              "Peptides as `swan-lrgb --variant swan-beta0,swan-ne,swan-learn-ne`.",
-        notes=("The table's SWAN and SWAN-learn columns are Table 1's and Table 2's cells "
-               "(shown there).",
-               "SWAN (beta = 0) has no term Psi (`swan_jax/config.py`, NO_PSI_VARIANTS): the "
-               "beta its run records ([RUNS.md](reproductions/RUNS.md)) is unused.")),
-    PaperTable(
-        "Scalability table (tab:additional_runtimes)",
-        "Scalability table (tab:additional_runtimes): node classification",
-        "node_classification", ("Model", "Data set"), "scalability.png", "test ROC AUC (%)",
-        intro="Test ROC AUC x 100, mean ± std over the official splits; then training / "
-              "evaluation ms per epoch (the paper's measured on {machine}; no verdict on "
-              "time across hardware).",
-        notes=("Protocol reference: {protocol}.",)),
-)
+def _paper_table(spec: Mapping[str, Any]) -> PaperTable:
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()}
+    return PaperTable(**fields)
+
+
+# The paper's tables in RESULTS.md's order (`{...}` in a text: filled by `paper_tables`).
+TABLES = tuple(_paper_table(t) for t in TEXT["table"])
 
 
 def table_cells(source: str, paper: Mapping[str, Any], authors: Mapping[str, Any]
@@ -333,8 +245,8 @@ def render_table(shown: Shown, constant: Mapping[str, tuple[float, str]],
         if cell.train_ms:
             timed = [best.summary.get(f"{k}_ms_per_epoch") for k in ("train", "eval")]
             ours += f"; {_ms(timed)} ms"
-        body.append([*cell.labels, theirs, ours, verdict, departures(best),
-                     best.facts.converged, short_device(best.facts.device),
+        body.append([*cell.labels, theirs, ours, verdict, best.said,
+                     best.converged, short_device(best.device),
                      runs_link(best.run.name)])
         std = best.summary.get("test_std") if cell.experiment != "graphprop" else None
         points.append((cell.panel, cell.point, ref,

@@ -1,15 +1,20 @@
 """The committed `reproductions/` folder: `paper_values.json` (the paper's numbers and
 protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
 `collected.json` (source, notes, programs in progress), optional `history.json` (curves),
-and `figures/*.png` (drawn by `render`); reading it."""
+and `figures/*.png` (drawn by `render`); reading it, and writing a measurement's run
+(`benchmarks.runtime_table`, `reproduce.jacobian`: no sweep, so no configuration file)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from swan_jax.runs.io import write_text_atomic
 
 PAPER_FILE = "paper_values.json"
 PAPER_KEYS = ("paper", "devices", "transfer", "graphprop", "lrgb", "node_classification")
@@ -94,8 +99,8 @@ class Run:
         return self.results.get("machine") or {}
 
 
-RUNTIME = "runtime"  # `reproduce.runtime`'s timings: no sweep, so no configuration file
-JACOBIAN = "jacobian"  # `reproduce.jacobian`'s figure: likewise
+RUNTIME = "runtime"  # `benchmarks.runtime_table`'s timings
+JACOBIAN = "jacobian"  # `reproduce.jacobian`'s figure
 MEASUREMENTS = (RUNTIME, JACOBIAN)
 
 
@@ -145,3 +150,22 @@ def load_paper(root: Path) -> dict[str, Any]:
     if missing:
         raise ReproductionsError(f"{path}: no {', '.join(missing)} (restore it from git)")
     return paper
+
+
+def output_arguments(p: argparse.ArgumentParser, experiment: str) -> None:
+    """A measurement's --note, --reproductions and --out."""
+    p.add_argument("--note", default="",
+                   help="a line shown beside the rows (e.g. how loaded the machine was)")
+    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"results folder (default REPRODUCTIONS/{experiment}-<device kind>)")
+
+
+def write_run(out: Path, record: dict[str, Any], source: str) -> None:
+    """A measurement's `results.json` and `collected.json`, as `load_run` reads them."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / RESULTS_FILE, json.dumps(record, indent=1, default=float) + "\n")
+    collected = {"source": source, "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "experiment": record["experiment"],
+                 "note": f"load average {record['load_average'][0]:.1f} at the end"}
+    write_text_atomic(out / COLLECTED_FILE, json.dumps(collected, indent=1) + "\n")

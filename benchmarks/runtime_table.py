@@ -5,9 +5,9 @@ RTX 3090 figures and, where torch and the authors' model file are at hand, the a
 PyTorch SWAN and SWAN-learn on the same device and data. GPS is
 `benchmarks.common.lrgb_gps_model` with LapPE. The campaign's cell `runtime/peptides-func`.
 
-    python -m reproduce.runtime                         # -> reproductions/runtime-<kind>/
-    python -m reproduce.runtime --ref .gpu_ref/swan.py  # with the authors' PyTorch beside
-    python -m reproduce.runtime --quick --out runs/runtime-smoke   # 600 graphs a split
+    python -m benchmarks.runtime_table                         # -> reproductions/runtime-<kind>/
+    python -m benchmarks.runtime_table --ref .gpu_ref/swan.py  # with the authors' PyTorch beside
+    python -m benchmarks.runtime_table --quick --out runs/runtime-smoke   # 600 graphs a split
 
 Per model, one `swan_jax.train.train` call of `--epochs` epochs on the device pipeline:
 *training* is the median training part of the epochs after the first (which compiles),
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import statistics
 import sys
@@ -33,9 +32,9 @@ from benchmarks import reference_pytorch as rp
 from benchmarks.common import GPS_LAP_K, ROOT, lrgb_gps_model, lrgb_model, machine
 from benchmarks.epoch_anatomy import _epochs, _peptides
 from reproduce.device import device_kind
+from reproduce.results.store import output_arguments, write_run
 from swan_jax.data.lrgb import ensure_available
 from swan_jax.data.positional import with_positional_encodings
-from swan_jax.runs.io import write_text_atomic
 
 MODELS = ("gcn", "gps", "graphcon", "adgn", "swan", "swan-learn")  # the paper's rows
 EXPERIMENT = "runtime"  # reproduce.results.store.RUNTIME
@@ -109,7 +108,7 @@ def results(epochs: int, quick: bool, ref: Path | None) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reproduce.runtime",
+    p = argparse.ArgumentParser(prog="python -m benchmarks.runtime_table",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=3,
                    help="epochs per model (the first compiles; default 3)")
@@ -124,32 +123,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--ref {args.ref}: no such file (the authors' models/swan.py)")
     missing = peptides_missing()
     if missing:  # the runtime table is never timed on stand-in graphs
-        p.exit(2, f"python -m reproduce.runtime: {missing}\n")
+        p.exit(2, f"python -m benchmarks.runtime_table: {missing}\n")
     out = args.out or args.reproductions / f"{EXPERIMENT}-{device_kind()}"
     record = results(args.epochs, args.quick, args.ref)
     write_run(out, record | ({"note": args.note} if args.note else {}),
-              "python -m reproduce.runtime " + " ".join(argv or sys.argv[1:]))
+              "python -m benchmarks.runtime_table " + " ".join(argv or sys.argv[1:]))
     print(f"runtime: wrote {out / 'results.json'}")
     return 0
-
-
-def output_arguments(p: argparse.ArgumentParser, experiment: str) -> None:
-    """A measurement's --note, --reproductions and --out."""
-    p.add_argument("--note", default="",
-                   help="a line shown beside the rows (e.g. how loaded the machine was)")
-    p.add_argument("--reproductions", type=Path, default=Path("reproductions"))
-    p.add_argument("--out", type=Path, default=None,
-                   help=f"results folder (default REPRODUCTIONS/{experiment}-<device kind>)")
-
-
-def write_run(out: Path, record: dict[str, Any], source: str) -> None:
-    """`results.json` and `collected.json` of a measurement, as `reproduce.results` reads."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "results.json", json.dumps(record, indent=1, default=float) + "\n")
-    collected = {"source": source, "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
-                 "experiment": record["experiment"],
-                 "note": f"load average {record['load_average'][0]:.1f} at the end"}
-    write_text_atomic(out / "collected.json", json.dumps(collected, indent=1) + "\n")
 
 
 if __name__ == "__main__":
