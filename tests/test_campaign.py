@@ -110,6 +110,20 @@ def test_a_run_folder_carried_in_parts_comes_back_whole(tmp_path):
     assert carry.progress_of(tmp_path / "carried", "other") == (-1, -1)
 
 
+@pytest.mark.parametrize("programs, done", [
+    ({"planned": 12, "done": 3}, False),  # a sweep stopped between programs
+    ({"planned": 12, "done": 12}, True),
+    (None, True),  # written before results.json counted them: its cells are the sweep's
+])
+def test_a_run_folder_is_finished_when_every_program_of_its_plan_is_done(
+        tmp_path, programs, done):
+    results = {"cells": [{"task": "sssp"}], "records": []}
+    if programs is not None:
+        results["programs"] = programs
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert carry.finished(tmp_path) is done
+
+
 # ====================================================================== the loop
 
 

@@ -73,6 +73,7 @@ def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkey
     res = tmp_path / "res"
     payload = json.loads((res / "results.json").read_text())
     assert payload["experiment"] == "toy" and payload["cells"] == outcome.cells
+    assert payload["programs"] == {"planned": 1, "done": 1}
     [record] = payload["records"]
     assert len(record["runs"]) == 4 and record["epochs_completed"] == 2
     # What the report needs to say where and on what a number was measured.
@@ -116,6 +117,27 @@ def test_a_toy_experiment_runs_through_the_shared_sweep(tmp_path, capsys, monkey
     monkeypatch.setattr(sweep, "train", no_training)
     again = run_sweep(Toy(), toy_config(tmp_path, resume=True))
     assert again.cells == outcome.cells and len(written) == 2  # nothing trained: written once
+
+
+def test_a_sweep_stopped_between_programs_says_how_many_of_its_programs_are_done(
+        tmp_path, monkeypatch):
+    """Its cells summarise the finished program only: the campaign must not take them for
+    the cell's result (`reproduce.campaign.carry.finished`)."""
+    real, calls = sweep.run_program, []
+
+    def stopped_in_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "run_program", stopped_in_the_second)
+    cfg = toy_config(tmp_path, epochs=1,
+                     grid={"hidden": (4, 6), "epsilon": (0.1,), "learning_rate": (1e-2,)})
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(Toy(), cfg)
+    payload = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert payload["programs"] == {"planned": 2, "done": 1} and payload["cells"]
 
 
 def test_a_checkpoint_folder_without_resume_is_one_clear_line(tmp_path):

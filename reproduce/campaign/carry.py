@@ -26,12 +26,15 @@ def parts(folder: Path, slug: str) -> list[Path]:
 
 
 def finished(run: Path) -> bool:
-    """Whether the run folder's results are written (its sweep's cell summaries)."""
+    """Whether the run folder's sweep is done: its results written, every program of its
+    plan among them (a stopped sweep writes the summaries of the programs it finished)."""
     path = run / "results.json"
     try:
-        return bool(json.loads(path.read_text()).get("cells")) if path.is_file() else False
+        results = json.loads(path.read_text()) if path.is_file() else {}
     except json.JSONDecodeError:
         return False
+    programs = results.get("programs") or {}
+    return bool(results.get("cells")) and programs.get("done") == programs.get("planned")
 
 
 def progress(run: Path) -> tuple[int, int]:

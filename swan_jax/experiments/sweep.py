@@ -749,7 +749,8 @@ def _sweep_locked(exp: Experiment, cfg: SweepConfig) -> SweepResult:
 
 def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
                   programs: Sequence[Program], skipped: Sequence[str]) -> list[dict[str, Any]]:
-    """results.json (records + this plan's cell summaries), table.md, figure, config.toml."""
+    """results.json (records, this plan's cell summaries and how many of its programs are
+    done: a stopped sweep's cells summarise only those), table.md, figure, config.toml."""
     keys = [done_key(cfg, p) for p in programs]
     mine = [r for r in results.records
             if any(all(r.get(k) == v for k, v in key.items()) for key in keys)]
@@ -760,6 +761,8 @@ def write_outputs(exp: Experiment, cfg: SweepConfig, results: ResultsFile,
     save_json_atomic(results.path, {"experiment": exp.name, "machine": machine_info(),
                                     "config": to_dict(cfg), "notes": exp.notes(cfg),
                                     "cells": cells,
+                                    "programs": {"planned": len(keys), "done": sum(
+                                        results.done(key) for key in keys)},
                                     "records": results.records, "not_run": list(skipped),
                                     **exp.extra_results(cfg)},
                      overwrite=True)
