@@ -330,19 +330,12 @@ def test_a_newly_collected_full_protocol_graphprop_cell_is_shown_as_full(repro):
     assert "| Table 1: graph property prediction | 33 | 24 | 1 | 0 | 23 |" in rendered(repro)
 
 
-def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
+def test_lrgb_percent_verdicts(repro):
     cells = [summary({"dataset": "peptides-func", "variant": "swan"}, 0.6313, test_std=0.004,
                      metric="ap", seeds=(0,), epochs=300),
              summary({"dataset": "peptides-struct", "variant": "swan"}, 0.30, metric="mae")]
     write_results(repro / "lrgb", "lrgb", config(epochs=300, patience=None, seeds=[0],
                                                   optimizer="adamw"), cells, [])
-    history = {"programs": [{"name": "peptides-func/swan/x", "status": "finished",
-                             "epochs_cap": 300, "cell": {"dataset": "peptides-func",
-                                                         "variant": "swan"},
-                             "runs": [{"run": 0, "seed": 0, "hparams": {}}],
-                             "epoch": [0, 1, 2], "train_loss": [[0.7], [0.5], [0.4]],
-                             "val": [[0.3], [0.5], [0.6]], "test": [[0.3], [0.5], [0.6]]}]}
-    (repro / "lrgb" / "history.json").write_text(json.dumps(history))
     text = rendered(repro)
     func = row(text, "SWAN", "Peptides-func")
     assert "| 63.13 ± 0.46 | 63.13 ± 0.40 | within the paper's std" in func
@@ -350,8 +343,6 @@ def test_lrgb_percent_verdicts_and_the_curve_of_a_collected_history(repro):
     assert "worse by 0.0429" in row(text, "SWAN", "Peptides-struct")
     assert "| 31.92 ± 2.50 | not run |" in row(text, "SWAN-learn", "PascalVOC-sp")
     assert (repro / "figures" / "table2.png").exists()
-    assert "![training curves of lrgb](figures/curves-lrgb.png)" in runs_md(repro)
-    assert (repro / "figures" / "curves-lrgb.png").exists()
 
 
 def test_node_classification_scores_and_times_beside_the_paper(repro):
@@ -524,20 +515,16 @@ def lrgb_results(root: Path, *, epochs: int = 300, seeds=(0, 1), moved: bool = T
     return root
 
 
-def test_collect_copies_the_small_files_notes_and_selected_curves(tmp_path):
+def test_collect_copies_the_small_files_and_notes(tmp_path):
     source = lrgb_results(tmp_path / "results" / "lrgb")
     lines = collect(source, tmp_path / "reproductions")
     dest = tmp_path / "reproductions" / "lrgb"
     assert sorted(p.name for p in dest.iterdir()) == ["collected.json", "config.toml",
-                                                     "history.json", "results.json"]
+                                                     "results.json"]
     assert (dest / "results.json").read_bytes() == (source / "results.json").read_bytes()
-    assert "1 finished program(s), 0 in progress, 1 curve(s)" in lines[-1]
+    assert "1 finished program(s), 0 in progress" in lines[-1]
     collected = json.loads((dest / "collected.json").read_text())
     assert collected["notes"] == ["grid paper", "first 40 graphs only"]
-    program = json.loads((dest / "history.json").read_text())["programs"][0]
-    assert [r["run"] for r in program["runs"]] == [2, 3]  # the selected grid point only
-    assert [r["hparams"] for r in program["runs"]] == [{"learning_rate": 0.0005}] * 2
-    assert program["val"][1] == [0.51 + 2, 0.51 + 3] and program["epoch"] == [0, 1, 2]
 
 
 def test_collect_keeps_programs_in_progress_and_render_shows_them(tmp_path, repro):
@@ -554,8 +541,6 @@ def test_collect_keeps_programs_in_progress_and_render_shows_them(tmp_path, repr
     collected = json.loads((repro / "lrgb" / "collected.json").read_text())
     assert [(p["name"], p["epochs_done"], p["epochs_cap"]) for p in collected["in_progress"]
             ] == [("peptides-struct/swan/program-zzz", 2, 300)]
-    programs = json.loads((repro / "lrgb" / "history.json").read_text())["programs"]
-    assert [p["status"] for p in programs] == ["finished", "in progress"]
     text = rendered(repro)
     assert "In progress when collected (not in the tables): `peptides-struct/swan/" \
            "program-zzz` 2/300 epochs" in runs_md(repro)
@@ -603,20 +588,6 @@ def test_collect_names_what_is_missing_or_too_large(tmp_path):
     (source / "results.json").write_text("[]")
     with pytest.raises(ReproductionsError, match="not a sweep's results file"):
         collect(source, tmp_path / "reproductions")
-
-
-def test_collect_history_only_where_curves_matter_unless_asked(tmp_path):
-    source = lrgb_results(tmp_path / "lrgb")
-    results = json.loads((source / "results.json").read_text())
-    results["experiment"] = "transfer"
-    (source / "results.json").write_text(json.dumps(results))
-    repro = tmp_path / "reproductions"
-    collect(source, repro)
-    assert not (repro / "transfer" / "history.json").exists()
-    collect(source, repro, history="all")
-    assert (repro / "transfer" / "history.json").exists()
-    collect(source, repro, history="none")  # no stale curves left behind
-    assert not (repro / "transfer" / "history.json").exists()
 
 
 # ============================================================= the committed references

@@ -7,10 +7,9 @@
 
 `collect` copies `results.json` and `config.toml` of a results folder into
 `reproductions/<experiment>/` (or `--as NAME`), with `collected.json` (source, the
-experiment's notes, programs still in progress) and, for LRGB (or with
-`--history all`), `history.json` (per-epoch curves of the selected runs). It refuses to
-replace committed results by a run that is smaller in any measure (epochs, patience,
-seeds, data, grid points, finished cells or programs) unless `--force`.
+experiment's notes, programs still in progress). It refuses to replace committed results
+by a run that is smaller in any measure (epochs, patience, seeds, data, grid points,
+finished cells or programs) unless `--force`.
 
 `render` writes RESULTS.md and `reproductions/figures/*.png` from `reproductions/` only.
 Repository tooling (not installed): run from the repository root.
@@ -29,7 +28,7 @@ from reproduce.results import (
     collect,
     render,
 )
-from reproduce.results.collect import HISTORY_CHOICES, MAX_MB
+from reproduce.results.collect import MAX_MB
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder name under reproductions/ (default: the experiment's name)")
     c.add_argument("--force", action="store_true",
                    help="replace committed results even by a smaller run")
-    c.add_argument("--history", choices=HISTORY_CHOICES, default="auto",
-                   help="per-epoch curves: auto (LRGB only), all, none")
     c.add_argument("--note", default=None,
                    help="a line shown with the run's protocol (e.g. the machine's load)")
     c.add_argument("--max-mb", type=float, default=MAX_MB,
@@ -63,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "collect":
             lines = collect(args.source, args.reproductions, name=args.name,
-                            force=args.force, history=args.history, note=args.note,
+                            force=args.force, note=args.note,
                             max_mb=args.max_mb)
         else:
             if not args.reproductions.is_dir():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,78 +14,20 @@ from reproduce.results.protocol import smaller_measures
 from reproduce.results.store import (
     COLLECTED_FILE,
     CONFIG_FILE,
-    HISTORY_FILE,
     RESERVED,
     RESULTS_FILE,
     ReproductionsError,
-    cell_axes,
     current_records,
-    matches,
     read_json,
 )
 from swan_jax.runs.io import write_text_atomic
 from swan_jax.train import read_history
 
-HISTORY_EXPERIMENTS = ("lrgb",)  # experiments whose curves RESULTS.md draws ("auto")
-HISTORY_CHOICES = ("auto", "all", "none")
 MAX_MB = 5.0
-MAX_IN_PROGRESS_RUNS = 12  # curves of an unfinished program with more runs are skipped
 
 
 class CollectRefused(ReproductionsError):
     """What `collect` will not do without `--force` (one line)."""
-
-
-def program_folder(record: Mapping[str, Any], source: Path) -> Path | None:
-    """A record's checkpoint folder, also when the results folder has moved."""
-    recorded = Path(str(record.get("checkpoint_dir") or ""))
-    if str(recorded) not in ("", ".") and recorded.is_dir():
-        return recorded
-    parts = recorded.parts
-    if "checkpoints" in parts:
-        index = len(parts) - 1 - parts[::-1].index("checkpoints")
-        moved = source.joinpath(*parts[index:])
-        if moved.is_dir():
-            return moved
-    return None
-
-
-def read_history_lines(folder: Path | None) -> list[dict[str, Any]]:
-    return read_history(folder) if folder and (folder / "history.jsonl").exists() else []
-
-
-def _round(value: Any) -> Any:
-    if isinstance(value, float):
-        return float(f"{value:.6g}")
-    if isinstance(value, list):
-        return [_round(v) for v in value]
-    return value
-
-
-def curves(lines: Sequence[Mapping[str, Any]], runs: Sequence[int]) -> dict[str, list]:
-    out: dict[str, list] = {"epoch": [int(h["epoch"]) for h in lines]}
-    for key in ("train_loss", "val", "test"):
-        if all(key in h for h in lines):
-            out[key] = [_round([h[key][r] for r in runs]) for h in lines]
-    return out
-
-
-def _chosen_runs(cell: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
-                 ) -> list[tuple[Mapping[str, Any], list[int]]]:
-    """(record, run indices) of the cell's selected grid point (every pooled record)."""
-    best = cell.get("best_hparams") or {}
-    found = [(rec, [i for i, run in enumerate(rec.get("runs") or []) if run["hparams"] == best])
-             for rec in records if matches(cell, rec)]
-    return [(rec, runs) for rec, runs in found if runs]
-
-
-def _entry(rec: Mapping[str, Any], runs: Sequence[int], lines, status: str,
-           cap: Any) -> dict[str, Any]:
-    return {"name": rec.get("name"), "status": status, "epochs_cap": cap,
-            "cell": {a: rec[a] for a in cell_axes(rec)},
-            "runs": [{"run": i, "seed": rec["runs"][i]["seed"],
-                      "hparams": rec["runs"][i]["hparams"]} for i in runs],
-            **curves(lines, runs)}
 
 
 def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
@@ -102,37 +44,13 @@ def in_progress(source: Path, results: Mapping[str, Any], finished: set[str]
             if described.get("program") in finished or any(
                     theirs.get(k) != config.get(k) for k in ("grid", "seeds", "epochs")):
                 continue
-            lines = read_history_lines(run_file.parent)
+            history = run_file.parent / "history.jsonl"
             out.append({"name": str(run_file.parent.relative_to(root)),
                         "program": described.get("program"),
                         "cell": described.get("cell"), "static": described.get("static"),
-                        "runs": [{"run": r["run"], "seed": r["seed"], "hparams": r["hparams"]}
-                                 for r in info.get("runs") or []],
-                        "epochs_done": len(lines), "epochs_cap": config.get("epochs"),
-                        "folder": run_file.parent})
+                        "epochs_done": len(read_history(history)) if history.exists() else 0,
+                        "epochs_cap": config.get("epochs")})
     return out
-
-
-def histories(results: Mapping[str, Any], source: Path, running: Sequence[Mapping[str, Any]]
-              ) -> dict[str, Any]:
-    """`history.json`: each finished cell's selected runs, each few-run program's in progress."""
-    cap = (results.get("config") or {}).get("epochs")
-    programs, seen = [], set()
-    records = current_records(results)
-    for cell in results.get("cells") or []:
-        for rec, runs in _chosen_runs(cell, records):
-            if rec["program"] in seen:
-                continue
-            seen.add(rec["program"])
-            lines = read_history_lines(program_folder(rec, source))
-            if lines:
-                programs.append(_entry(rec, runs, lines, "finished", cap))
-    for prog in running:
-        if len(prog["runs"]) <= MAX_IN_PROGRESS_RUNS and prog["epochs_done"]:
-            rec = {"name": prog["name"], **(prog["cell"] or {}), "runs": prog["runs"]}
-            programs.append(_entry(rec, range(len(prog["runs"])),
-                                   read_history_lines(prog["folder"]), "in progress", cap))
-    return {"experiment": results.get("experiment"), "programs": programs}
 
 
 def _check_replace(dest: Path, results: Mapping[str, Any], force: bool) -> str | None:
@@ -169,12 +87,10 @@ def _load_source(source: Path, max_mb: float) -> tuple[dict[str, Any], str]:
 
 
 def collect(source: str | Path, root: str | Path = "reproductions", *, name: str | None = None,
-            force: bool = False, history: str = "auto", note: str | None = None,
+            force: bool = False, note: str | None = None,
             max_mb: float = MAX_MB) -> list[str]:
     """Copy `source`'s small files to `root/<name or experiment>/`; the lines to print."""
     source, root = Path(source), Path(root)
-    if history not in HISTORY_CHOICES:
-        raise ValueError(f"history must be one of {HISTORY_CHOICES}, got {history!r}")
     results, raw = _load_source(source, max_mb)
     dest = root / (name or str(results["experiment"]))
     if dest.name in RESERVED or not dest.name or dest.name.startswith("."):
@@ -186,8 +102,7 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
         "source": str(source), "collected": time.strftime("%Y-%m-%d %H:%M:%S"),
         "experiment": results["experiment"], "note": note,
         "notes": [str(n) for n in results.get("notes") or []],
-        "in_progress": [{k: v for k, v in p.items() if k not in ("folder", "runs")}
-                        for p in running]}
+        "in_progress": running}
     dest.mkdir(parents=True, exist_ok=True)
     write_text_atomic(dest / RESULTS_FILE, raw)
     if (source / CONFIG_FILE).exists():
@@ -195,16 +110,9 @@ def collect(source: str | Path, root: str | Path = "reproductions", *, name: str
     elif (dest / CONFIG_FILE).exists():
         (dest / CONFIG_FILE).unlink()  # never keep the configuration of another run
     write_text_atomic(dest / COLLECTED_FILE, json.dumps(collected, indent=1) + "\n")
-    wanted = history == "all" or (history == "auto"
-                                  and results["experiment"] in HISTORY_EXPERIMENTS)
-    curves_json = histories(results, source, running) if wanted else {"programs": []}
-    if curves_json["programs"]:
-        write_text_atomic(dest / HISTORY_FILE, json.dumps(curves_json) + "\n")
-    elif (dest / HISTORY_FILE).exists():
-        (dest / HISTORY_FILE).unlink()  # never keep curves of another run
     lines = [replaced] if replaced else []
     lines.append(f"collected {source} -> {dest}: {len(records)} finished program(s), "
-                 f"{len(running)} in progress, {len(curves_json['programs'])} curve(s)")
+                 f"{len(running)} in progress")
     if not (source / CONFIG_FILE).exists():
         lines.append(f"warning: {source / CONFIG_FILE} is missing; the protocol is read from "
                      f"{RESULTS_FILE}")

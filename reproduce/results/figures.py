@@ -3,7 +3,6 @@ std) or None, ours (mean, std) or None) and returns False, drawing nothing, with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from reproduce.results.compare import finite, scale
+from reproduce.results.compare import finite
 
 MODEL_COLORS = {"swan": "#029e73", "adgn": "#0173b2", "gcn": "#949494", "gin": "#d55e00",
                 "sage": "#cc78bc", "gat": "#de8f05", "gps": "#ece133"}
@@ -94,44 +93,6 @@ def paired_figure(points: Sequence[tuple[str, str, tuple | None, tuple | None]],
                                                               strict=True)}
     axes[0][0].legend(handles.values(), handles.keys(), fontsize=7)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    save(fig, path)
-    return True
-
-
-def _program_title(program: Mapping[str, Any]) -> str:
-    cell = " / ".join(str(v) for v in (program.get("cell") or {}).values())
-    epochs = len(program.get("epoch") or [])
-    state = (f"in progress, {epochs} of {program.get('epochs_cap')} epochs"
-             if program.get("status") == "in progress" else f"{epochs} epochs")
-    return f"{cell} ({state})"
-
-
-def curves_figure(programs: Sequence[tuple[Mapping[str, Any], str, tuple | None]],
-                  path: Path, device: str) -> bool:
-    """Per (program history, metric, paper or None): each seed's validation and test curve."""
-    programs = [p for p in programs if p[0].get("epoch")]
-    if not programs:
-        return False
-    fig, axes = subplots(len(programs), 6.0)
-    for ax, (program, metric, paper) in zip(axes[0], programs, strict=True):
-        factor, epochs = scale(metric), [e + 1 for e in program["epoch"]]
-        for i, run in enumerate(program.get("runs") or []):
-            for key, style in (("val", "-"), ("test", "--")):
-                if key in program:
-                    values = [factor * row[i] if finite(row[i]) else math.nan
-                              for row in program[key]]
-                    ax.plot(epochs, values, style, linewidth=1.0, color=f"C{i % 10}",
-                            label=f"{key} (seed {run['seed']})")
-        if paper is not None:
-            ax.axhline(paper[0], color="black", linewidth=1.0,
-                       label=f"paper test {paper[0]:g} ± {paper[1]:g}")
-            ax.axhspan(paper[0] - paper[1], paper[0] + paper[1], color="black", alpha=0.1)
-        ax.set(title=_program_title(program), xlabel="epoch",
-               ylabel=metric.upper() + (" (%)" if factor == 100 else ""))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"Training curves ({device})", fontsize=10)
     fig.tight_layout()
     save(fig, path)
     return True

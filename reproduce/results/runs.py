@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from reproduce.campaign import carry
-from reproduce.results import compare, figures, protocol
+from reproduce.results import compare, protocol
 from reproduce.results.blocks import (
     TEXT,
     anchor,
@@ -21,7 +21,7 @@ from reproduce.results.blocks import (
     table,
 )
 from reproduce.results.sections import Shown
-from reproduce.results.store import FIGURES, MEASUREMENTS, Run
+from reproduce.results.store import MEASUREMENTS, Run
 
 SUMMARY_KEYS = {"metric", "best_hparams", "val_mean", "val_std", "test_mean", "test_std",
                 "seeds", "per_seed", "epochs_run", "diverged", "epochs_completed", "params",
@@ -119,8 +119,7 @@ def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
             "the full data (official splits)" if "limit" in cfg else
             "as the experiment loads it (the configuration sets no size)")
     patience = cfg.get("patience")
-    files = ["results.json", "config.toml"] + (["history.json"] if run.history else [])
-    lines = [f"- Files: `reproductions/{run.name}/` ({', '.join(files)}), collected from "
+    lines = [f"- Files: `reproductions/{run.name}/` (results.json, config.toml), collected from "
              f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
              f"- Machine: {protocol.machine_line(run.machine)}",
              f"- Data: {data}",
@@ -151,8 +150,7 @@ def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def run_sections(runs: Sequence[Run], paper: Mapping[str, Any], root: Path,
-                 shown_runs: set[str]) -> list[str]:
+def run_sections(runs: Sequence[Run], paper: Mapping[str, Any]) -> list[str]:
     lines = ["## Runs", ""]
     for run in runs:
         lines += [f"### {run.name}", ""]
@@ -163,26 +161,7 @@ def run_sections(runs: Sequence[Run], paper: Mapping[str, Any], root: Path,
             continue
         proto = (paper.get(run.experiment) or {}).get("protocol") or {}
         lines += [f"Experiment `{run.experiment}`.", "", *protocol_block(run, proto)]
-        lines += _curves(run, paper, root, run.name in shown_runs)
     return lines
-
-
-def _curves(run: Run, paper: Mapping[str, Any], root: Path, shown: bool) -> list[str]:
-    programs = (run.history or {}).get("programs") or []
-    metrics = (paper.get("lrgb") or {}).get("metrics") or {}
-    panels = [(p, metrics.get((p.get("cell") or {}).get("dataset"), "metric"), None)
-              for p in programs]
-    path = root / FIGURES / f"curves-{run.name}.png"
-    label = f"{run.name} ({short_device(str(run.machine.get('device', 'device not recorded')))})"
-    if not figures.curves_figure(panels, path, label):
-        return []
-    states = ", ".join(f"{p.get('status')}: {len(p.get('epoch') or [])} of "
-                       f"{p.get('epochs_cap')} epochs, {len(p.get('runs') or [])} seed(s)"
-                       for p in programs)
-    whose = "" if shown else "; not the run of any row of RESULTS.md"
-    return [f"Validation (solid) and test (dashed) per epoch from `history.json` ({states}"
-            f"{whose}):",
-            "", f"![training curves of {run.name}]({FIGURES}/{path.name})", ""]
 
 
 def campaign(root: Path, runs: Sequence[Run]) -> list[str]:
@@ -211,11 +190,10 @@ def campaign(root: Path, runs: Sequence[Run]) -> list[str]:
 def document(shown: Sequence[Shown], runs: Sequence[Run], paper: Mapping[str, Any],
              root: Path) -> str:
     rows, used = every_row(shown)
-    shown_runs = {best.run.name for s in shown for _, best, _ in s.rows if best}
     parts = ["# Runs behind RESULTS.md", "",
              TEXT["runs_intro"], "",
              "## Every row of the paper tables", "", *rows,
-             *other_cells(runs, used, paper), *run_sections(runs, paper, root, shown_runs),
+             *other_cells(runs, used, paper), *run_sections(runs, paper),
              *campaign(root, runs)]
     return "\n".join(parts).rstrip() + "\n"
 

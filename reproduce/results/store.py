@@ -1,8 +1,8 @@
 """The committed `reproductions/` folder: `paper_values.json` (the paper's numbers and
 protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
-`collected.json` (source, notes, programs in progress), optional `history.json` (curves),
-and `figures/*.png` (drawn by `render`); reading it, and writing a measurement's run
-(`benchmarks.runtime_table`, `reproduce.jacobian`: no sweep, so no configuration file)."""
+`collected.json` (source, notes, programs in progress), and `figures/*.png` (drawn by
+`render`); reading it, and writing a measurement's run (`benchmarks.runtime_table`,
+`reproduce.jacobian`: no sweep, so no configuration file)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,7 @@ PAPER_KEYS = ("paper", "devices", "transfer", "graphprop", "lrgb", "node_classif
 RESULTS_FILE = "results.json"
 CONFIG_FILE = "config.toml"
 COLLECTED_FILE = "collected.json"
-HISTORY_FILE = "history.json"
 FIGURES = "figures"
-# Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
 # Folders under reproductions/ that are not runs: figures, the campaign's plan / state /
 # carried parts, the GraphProp differential check (its section.md is shown verbatim), and
 # Python's bytecode of the studies' shared module (reproductions/_differential.py).
@@ -77,7 +75,6 @@ class Run:
     experiment: str
     results: dict[str, Any]
     collected: dict[str, Any]
-    history: dict[str, Any] | None
     problems: list[str]
 
     @property
@@ -121,9 +118,8 @@ def load_run(folder: Path) -> Run | None:
     if not (folder / CONFIG_FILE).exists() and results.get("experiment") not in MEASUREMENTS:
         problems.append(f"no {CONFIG_FILE} (the protocol below is read from "
                         f"{RESULTS_FILE}'s copy of the configuration)")
-    history = read_json(folder / HISTORY_FILE) if (folder / HISTORY_FILE).exists() else None
     return Run(name=folder.name, folder=folder, experiment=str(results.get("experiment")),
-               results=results, collected=collected, history=history, problems=problems)
+               results=results, collected=collected, problems=problems)
 
 
 def load_runs(root: Path) -> tuple[list[Run], list[str]]:
