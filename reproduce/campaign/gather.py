@@ -20,7 +20,6 @@ from reproduce.campaign.cells import Cell
 from reproduce.results import collect
 from swan_jax.experiments.config import dump_toml, from_dict, load_toml, to_dict
 from swan_jax.runs.io import write_text_atomic
-from swan_jax.settings import SettingError
 
 # Configuration fields that choose cells: unioned when cells merge.
 SELECTORS = ("topologies", "distances", "models", "tasks", "labels", "datasets", "variants",
@@ -127,22 +126,7 @@ def collect_cell(cell: Cell, run: Path, root: Path, device_kind: str, note: str
     staging = run / "collected"
     write_text_atomic(staging / "results.json", json.dumps(merged, indent=1) + "\n")
     cfg = load_toml(exp.Config, run / "config.toml", base=exp.default_config())
-    cfg = dataclasses.replace(cfg, **{k: _runnable(cfg, k, merged["config"][k])
-                                      for k in selectors})
+    cfg = dataclasses.replace(cfg, **{k: tuple(merged["config"][k]) for k in selectors})
     write_text_atomic(staging / "config.toml", dump_toml(cfg, exp.name))
     return collect(staging, root, name=name, note=note)
-
-
-def _runnable(cfg: Any, key: str, values: Sequence[Any]) -> tuple[Any, ...]:
-    """The values of selector `key` this code can run: a collected file may hold cells of
-    a model since renamed (`gcn-biasbefore`, the layer before it followed PyG), which its
-    results keep and its config.toml, a runnable configuration, leaves out."""
-    kept = []
-    for value in values:
-        try:
-            dataclasses.replace(cfg, **{key: (value,)})
-        except SettingError:
-            continue
-        kept.append(value)
-    return tuple(kept)
 
