@@ -14,23 +14,20 @@ NOT_RUN = "not run"
 FULL_PEPTIDES = {"train": 10873, "val": 2331, "test": 2331}
 
 
-def _protocol(run: Run, short: Sequence[str] = (), after: Sequence[str] = ()) -> str:
-    """"full", or "reduced: ..." with the Peptides-func graphs it left out."""
+def peptides_protocol(run: Run, short: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+    """"full", or "reduced: ..." with the Peptides-func graphs it left out: the runtime
+    table's whole protocol (`benchmarks.runtime_table` never times stand-ins)."""
     sizes = run.results.get("graphs") or {}
     items = [*short, *(f"{sizes.get(k, 0)} of {n} {k} graphs" for k, n in FULL_PEPTIDES.items()
                        if sizes.get(k, 0) < n), *after]
     return "reduced: " + "; ".join(items) if items else "full"
 
 
-def runtime_protocol(run: Run) -> str:
-    return _protocol(run)  # `benchmarks.runtime_table` never times stand-ins
-
-
 def jacobian_protocol(run: Run) -> str:
     """Also reduced when a model trained fewer than LRGB's 300 epochs (a checkpoint: full)."""
     epochs = [(kind, (m.get("training") or {}).get("epochs"))
               for kind, m in _models(run).items() if "epochs" in (m.get("training") or {})]
-    return _protocol(run, [f"first {run.config['limit']} raw rows"] if run.config.get(
+    return peptides_protocol(run, [f"first {run.config['limit']} raw rows"] if run.config.get(
         "limit") else [], [f"{k.upper()} trained {e} of 300 epochs" for k, e in epochs
                            if (e or 0) < 300])
 
@@ -69,7 +66,7 @@ def _runtime_rows(paper_values: Mapping[str, Any], runs: Sequence[Run]) -> list[
                        if ref else "–")
             rows.append([name, _seconds(ours.get("train_s")), theirs["train_s"],
                          _seconds(ours.get("inference_s")), theirs["inference_s"], authors,
-                         _with_note(runtime_protocol(run), run),
+                         _with_note(peptides_protocol(run), run),
                          f"{run.name} ({device(run)})"])
     return rows
 
@@ -133,7 +130,7 @@ def counts(paper: Mapping[str, Any], runtime: Sequence[Run], jacobian_runs: Sequ
     the Jacobian figure."""
     tables: list[tuple[str, Any, Sequence[Run], Callable[[Run], str]]] = [
         ("Runtime table (tab:runtimes, RTX 3090)",
-         (paper.get("runtimes") or {}).get("values", {}), runtime, runtime_protocol),
+         (paper.get("runtimes") or {}).get("values", {}), runtime, peptides_protocol),
         ("Jacobian over layers (fig:jacobian_over_time)",
          (paper.get("jacobian") or {}).get("models", []), jacobian_runs, jacobian_protocol)]
     return [(name, ["full" if any(proto(r) == "full" for r, _ in _found(m, runs))
