@@ -61,7 +61,7 @@ REPO_PACKAGES = ("swan_jax", "reproduce", "benchmarks", "reproductions", "experi
 # Where the project's own imports stand at module top (a function-level one hides a tie).
 # The two differential studies import swan_jax inside their steps: the authors' steps run
 # in a venv with torch and without JAX (tests/test_graphprop_differentials.py).
-TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproduce/jacobian.py",
+TOP_LEVEL_IMPORTS = ("reproduce/__init__.py", "reproduce/campaign", "reproductions/jacobian.py",
                      "reproduce/device.py", "benchmarks/runtime_table.py",
                      "reproductions/_differential.py", "reproductions/graphprop-plateau")
 

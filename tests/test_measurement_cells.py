@@ -1,4 +1,4 @@
-"""The measurement cells' commands (`reproduce.jacobian`, `benchmarks.runtime_table`): the
+"""The measurement cells' commands (`reproductions.jacobian`, `benchmarks.runtime_table`): the
 Jacobian figure's runner on a tiny synthetic Peptides-func, the runtime table's refusal
 of stand-in graphs, and their rows in RESULTS.md."""
 
@@ -12,8 +12,8 @@ import jax
 import numpy as np
 import pytest
 
-from reproduce import jacobian
 from reproduce.results import render
+from reproductions import jacobian
 from tests.test_lrgb_experiment import write_peptides
 
 REPO = Path(__file__).resolve().parents[1]

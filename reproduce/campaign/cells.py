@@ -17,7 +17,7 @@ from typing import Any
 
 PLAN_FILE = Path("reproductions/campaign/plan.toml")
 SWEEPS = ("transfer", "graphprop", "lrgb", "node_classification")
-MEASUREMENTS = {"runtime": "benchmarks.runtime_table", "jacobian": "reproduce.jacobian"}
+MEASUREMENTS = {"runtime": "benchmarks.runtime_table", "jacobian": "reproductions.jacobian"}
 
 
 class PlanError(ValueError):

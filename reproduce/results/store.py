@@ -2,7 +2,7 @@
 protocols), per run `<run>/results.json` and `config.toml` (copied verbatim),
 `collected.json` (source, notes, programs in progress), and `figures/*.png` (drawn by
 `render`); reading it, and writing a measurement's run (`benchmarks.runtime_table`,
-`reproduce.jacobian`: no sweep, so no configuration file)."""
+`reproductions.jacobian`: no sweep, so no configuration file)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class Run:
 
 
 RUNTIME = "runtime"  # `benchmarks.runtime_table`'s timings
-JACOBIAN = "jacobian"  # `reproduce.jacobian`'s figure
+JACOBIAN = "jacobian"  # `reproductions.jacobian`'s figure
 MEASUREMENTS = (RUNTIME, JACOBIAN)
 
 

@@ -2,8 +2,8 @@
 relative change of the Jacobian between consecutive layers of a trained SWAN and a
 trained GCN on Peptides-func, beside the paper's averages (SWAN about 0.6%, GCN 40%).
 
-    python -m reproduce.jacobian                         # -> reproductions/jacobian-<kind>/
-    python -m reproduce.jacobian --limit 1500 --epochs 5  # a reduced run (say so beside it)
+    python -m reproductions.jacobian                         # -> reproductions/jacobian-<kind>/
+    python -m reproductions.jacobian --limit 1500 --epochs 5  # a reduced run (say so beside it)
 
 Both models are the LRGB experiment's packaged point (`benchmarks.common.lrgb_model`;
 `--hidden`, `--layers`, SWAN's `--epsilon`: LRGB's 1, the paper's grid also has 0.01),
@@ -184,7 +184,7 @@ def write(out: Path, record: dict[str, Any], source: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reproduce.jacobian", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m reproductions.jacobian", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     for field in dataclasses.fields(Setting):  # --epochs, --limit, ... (Setting's comments)
         p.add_argument("--" + field.name.replace("_", "-"), default=field.default,
@@ -202,12 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         splits = load_splits(setting)
     except DataError as err:  # a missing or bad raw file: its own one line
-        p.exit(2, f"python -m reproduce.jacobian: {str(err).splitlines()[0]}\n")
+        p.exit(2, f"python -m reproductions.jacobian: {str(err).splitlines()[0]}\n")
     with tempfile.TemporaryDirectory() as tmp:
         record = measure(setting, args.work or Path(tmp), splits=splits)
     if args.note:
         record["note"] = args.note
-    write(out, record, "python -m reproduce.jacobian " + " ".join(argv or sys.argv[1:]))
+    write(out, record, "python -m reproductions.jacobian " + " ".join(argv or sys.argv[1:]))
     means = ", ".join(f"{k} {100 * v[key]['mean']:.3g}%" for k, v in record["models"].items()
                       for key in v if key != "training")
     print(f"jacobian: wrote {out / 'results.json'} and {out / FIGURE} (mean relative "
