@@ -110,6 +110,15 @@ def test_a_run_folder_carried_in_parts_comes_back_whole(tmp_path):
     assert carry.progress_of(tmp_path / "carried", "other") == (-1, -1)
 
 
+def test_a_run_folder_s_progress_counts_the_epochs_of_its_programs_under_way(tmp_path):
+    for name, epochs in (("p-done", 40), ("p-under-way", 7)):
+        (tmp_path / "checkpoints" / name).mkdir(parents=True)
+        (tmp_path / "checkpoints" / name / "history.jsonl").write_text("{}\n" * epochs)
+    records = [{"checkpoint_dir": "elsewhere/checkpoints/p-done"}]  # another machine's path
+    (tmp_path / "results.json").write_text(json.dumps({"records": records}))
+    assert carry.progress(tmp_path) == (1, 7)
+
+
 @pytest.mark.parametrize("programs, done", [
     ({"planned": 12, "done": 3}, False),  # a sweep stopped between programs
     ({"planned": 12, "done": 12}, True),

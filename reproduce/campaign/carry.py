@@ -41,7 +41,9 @@ def progress(run: Path) -> tuple[int, int]:
     """(finished programs, epochs in the histories of the programs under way)."""
     path = run / "results.json"
     records = json.loads(path.read_text()).get("records") or [] if path.is_file() else []
-    epochs = sum(len(h.read_text().splitlines()) for h in run.rglob("history.jsonl"))
+    done = {Path(str(r.get("checkpoint_dir"))).name for r in records}  # a program's folder
+    epochs = sum(len(h.read_text().splitlines()) for h in run.rglob("history.jsonl")
+                 if h.parent.name not in done)
     return len(records), epochs
 
 
