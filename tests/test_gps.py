@@ -6,6 +6,7 @@ outputs, and a differential run where torch is installed) and its parameter coun
 from __future__ import annotations
 
 import equinox as eqx
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import jraph
@@ -17,7 +18,7 @@ from swan_jax.data.batching import budget_for, make_batch
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.gps import GPSEncoder, GPSStack, GraphAttention, gps_feature_width
 from swan_jax.models import LinearEncoder, Model, NodeReadout
-from swan_jax.models.gpsconv import GPSConvStack, WithoutFlag
+from swan_jax.models.gpsconv import GPSConvStack, WithoutFlag, masked_attention, softmax_rows
 from tests.graphs import random_undirected
 
 LAP_K, RWSE = 4, 3
@@ -305,6 +306,41 @@ def test_the_authors_gps_equals_pyg_on_fresh_weights(group):
                   NodeReadout((1,)))
     out = np.asarray(model.apply(params, batch.graph))[batch.node_mask]
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_softmax_s_own_vjp_is_autodiff_s_on_masked_rows_too(x64):
+    """`softmax_rows` (the GPS attention's) against autodiff of `jax.nn.softmax`, float64,
+    with rows masked at the dtype's minimum as the attention masks them (a whole row
+    masked included: padding queries)."""
+    key = jax.random.PRNGKey(3)
+    scores = jax.random.normal(key, (2, 3, 5, 7), jnp.float64) * 3
+    mask = jax.random.bernoulli(jax.random.PRNGKey(4), 0.7, scores.shape)
+    mask = mask.at[0, 0, 1].set(False)
+    scores = jnp.where(mask, scores, jnp.finfo(jnp.float64).min)
+    g = jax.random.normal(jax.random.PRNGKey(5), scores.shape, jnp.float64)
+    ours = jax.vjp(softmax_rows, scores)[1](g)[0]
+    theirs = jax.vjp(lambda s: jax.nn.softmax(s, axis=-1), scores)[1](g)[0]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(softmax_rows(scores), jax.nn.softmax(scores, axis=-1))
+
+
+def test_the_gps_attention_is_flax_s_in_values_and_gradients(x64):
+    """`masked_attention` against flax's `dot_product_attention` (float64; keys masked,
+    one query row wholly masked), outputs and gradients in query, key and value."""
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    q, k, v = (jax.random.normal(key, (2, 6, 2, 4), jnp.float64) for key in keys[:3])
+    real = jnp.array([True, True, True, True, False, False])
+    mask = nn.make_attention_mask(real[None], real[None])
+    g = jax.random.normal(keys[3], (2, 6, 2, 4), jnp.float64)
+
+    def loss(fn):
+        return lambda q, k, v: jnp.sum(fn(q, k, v, mask=mask) * g)
+
+    ours = jax.value_and_grad(loss(masked_attention), (0, 1, 2))(q, k, v)
+    theirs = jax.value_and_grad(loss(nn.dot_product_attention), (0, 1, 2))(q, k, v)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
 
 
 def test_the_transfer_gps_has_the_authors_parameter_count(tmp_path):
