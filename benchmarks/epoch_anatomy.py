@@ -328,11 +328,13 @@ def _grid_program(eps, adjacencies, per_size, folder: str):
     splits = exp.load_data(cfg, program.cell)
     tcfg = dataclasses.replace(train_config(exp, cfg, program, None), progress=False,
                                quiet=True)
-    np.savez(f"{folder}.npz", **{f"{name}_{field}": getattr(data, field)
-                                 for name, data in splits.items()
-                                 for field in ("nodes", "senders", "receivers", "n_node",
-                                               "n_edge")},
-             **{f"{name}_y": data.node_targets[:, 0] for name, data in splits.items()})
+    exported = Path(folder).parent / "splits.npz"  # every program's splits: written once
+    if not exported.exists():
+        np.savez(exported, **{f"{name}_{field}": getattr(data, field)
+                              for name, data in splits.items()
+                              for field in ("nodes", "senders", "receivers", "n_node",
+                                            "n_edge")},
+                 **{f"{name}_y": data.node_targets[:, 0] for name, data in splits.items()})
     return open_program(exp.model_fn(cfg, program.cell, program.static), splits, tcfg,
                         program.grid)
 
@@ -390,7 +392,7 @@ def grid(per_size: tuple[int, int, int], repeat: int, authors: float | None,
         progs = {name: _grid_program(*spec, per_size, f"{tmp}/{i}")
                  for i, (name, spec) in enumerate(GRID_PROGRAMS.items())}
         timed = {name: functools.partial(_grid_epoch, *prog) for name, prog in progs.items()}
-        server = (AuthorsEpochs(authors_python, ref, f"{tmp}/0.npz")
+        server = (AuthorsEpochs(authors_python, ref, f"{tmp}/splits.npz")
                   if authors_python and ref else None)
         if server is not None:
             timed = {AUTHORS: server.epoch, **timed}
