@@ -71,11 +71,16 @@ def required_keys(cfg: SWANConfig) -> tuple[str, ...]:
 
 def init_params(key: Array, hidden: int, cfg: SWANConfig,
                 dtype: DTypeLike = jnp.float32) -> dict[str, Array]:
-    """Raw parameters for a block of width `hidden`.
+    """Raw parameters for a block of width `hidden`, initialised as the authors' code.
 
-    `W, V, Z` are `[d, d]` (or `[L, d, d]` without weight sharing) drawn from
-    U(-1/sqrt(d), 1/sqrt(d)) like a PyTorch Linear; `b` is zero. The edge MLP of
-    the `-learn` variants is `K1 [2d, d]`, `k1 [d]`, `K2 [d, d]`, `k2 [d]`.
+    `W, V, Z` `[d, d]` (or `[L, d, d]` without weight sharing) and the bias `b` `[d]`
+    (`[L, d]`) are U(-1/sqrt(d), 1/sqrt(d)): `kaiming_uniform_(a=sqrt(5))` and
+    `uniform_(bias, -1/sqrt(fan_in), ...)`, fan_in = d, in `SWANConv.reset_parameters`
+    and `AntiSymmetricConv.reset_parameters` (gravins/SWAN
+    `graph_transfer/models/{swan_model,adgn_model}.py`,
+    `graph_property_prediction/models/swan.py`). The edge MLP of the `-learn` variants,
+    `K1 [2d, d]`, `k1 [d]`, `K2 [d, d]`, `k2 [d]`, is their two `torch.nn.Linear`
+    (`edge_emb2`, `edge_emb3`): weight and bias U(+-1/sqrt(fan_in)), fan_in 2d and d.
 
     Raises:
       ValueError: `hidden` is not an integer >= 1, or `cfg` is not a `SWANConfig`.
@@ -84,26 +89,23 @@ def init_params(key: Array, hidden: int, cfg: SWANConfig,
         raise ValueError(f"cfg must be a SWANConfig, got {type(cfg).__name__}")
     if isinstance(hidden, bool) or not isinstance(hidden, int | np.integer) or hidden < 1:
         raise ValueError(f"hidden (the width d) must be an integer >= 1, got {hidden!r}")
-    bound = 1.0 / jnp.sqrt(hidden)
     lead = () if cfg.weight_sharing else (cfg.num_layers,)
-    keys = jax.random.split(key, 6)
+    keys = jax.random.split(key, 6)  # W, V, Z, K1, k1, K2 draw what they drew with b = 0
 
     def uniform(k: Array, shape: tuple[int, ...], fan_in: int) -> Array:
         b = 1.0 / jnp.sqrt(fan_in)
         return jax.random.uniform(k, shape, dtype, -b, b)
 
-    params = {
-        "W": jax.random.uniform(keys[0], lead + (hidden, hidden), dtype, -bound, bound),
-        "V": jax.random.uniform(keys[1], lead + (hidden, hidden), dtype, -bound, bound),
-        "b": jnp.zeros(lead + (hidden,), dtype),
-    }
+    square = lead + (hidden, hidden)
+    params = {"W": uniform(keys[0], square, hidden), "V": uniform(keys[1], square, hidden),
+              "b": uniform(jax.random.fold_in(key, 6), lead + (hidden,), hidden)}
     if cfg.has_psi:
-        params["Z"] = jax.random.uniform(keys[2], lead + (hidden, hidden), dtype, -bound, bound)
+        params["Z"] = uniform(keys[2], square, hidden)
     if cfg.learned_operators:
         params["K1"] = uniform(keys[3], (2 * hidden, hidden), 2 * hidden)
         params["k1"] = uniform(keys[4], (hidden,), 2 * hidden)
         params["K2"] = uniform(keys[5], (hidden, hidden), hidden)
-        params["k2"] = jnp.zeros((hidden,), dtype)
+        params["k2"] = uniform(jax.random.fold_in(key, 7), (hidden,), hidden)
     return params
 
 
