@@ -43,17 +43,18 @@ TARGET_EFFICIENCY, TARGET_LEARN, TARGET_GCN = 0.65, 1.3, 1.5
 def _profile_fields(cfg):
     """Full field, its dense part alone, its aggregations alone, for each path."""
     eye = jnp.eye(HIDDEN)
+    phi, psi = sj.field.antisymmetric_weight, sj.field.symmetric_weight  # V', Z'
 
     def full(p, graph, ops, x):
         return sj.field.field_with_operators(p, graph, x, ops, cfg)
 
     def dense_segment(p, graph, ops, x):  # the three products and tanh, as the field has them
-        return jnp.tanh(x @ (p["W"] - p["W"].T - 0.1 * eye) + x @ (p["V"] - p["V"].T)
-                        + x @ (p["Z"] + p["Z"].T) + p["b"])
+        return jnp.tanh(x @ (p["W"] - p["W"].T - 0.1 * eye) + x @ phi(p["V"])
+                        + x @ psi(p["Z"]) + p["b"])
 
     def dense_gather(p, graph, ops, x):  # one fused product and tanh
-        y = x @ jnp.concatenate([p["W"] - p["W"].T - 0.1 * eye, p["V"] - p["V"].T,
-                                 p["Z"] + p["Z"].T], axis=1)
+        y = x @ jnp.concatenate([p["W"] - p["W"].T - 0.1 * eye, phi(p["V"]), psi(p["Z"])],
+                                axis=1)
         return jnp.tanh(y[:, :HIDDEN] + y[:, HIDDEN:2 * HIDDEN] + y[:, 2 * HIDDEN:] + p["b"])
 
     def aggregation_segment(p, graph, ops, x):

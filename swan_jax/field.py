@@ -3,8 +3,14 @@
 Row-vector convention, `X` is `[N, d]`:
 
     dX/dt = sigma( X (W - W^T - gamma I) + Phi + beta Psi + b )
-    Phi   = (A_hat + A_hat^T) X (V - V^T)          (A_hat X V for -ne and adgn)
-    Psi   = (A_tilde - A_tilde^T) X (Z + Z^T)      (absent for swan-beta0 and adgn)
+    Phi   = (A_hat + A_hat^T) X V'                 (A_hat X V for -ne and adgn)
+    Psi   = (A_tilde - A_tilde^T) X Z'             (absent for swan-beta0 and adgn)
+    V'    = triu(V, 1) - triu(V, 1)^T              (`antisymmetric_weight`)
+    Z'    = triu(Z) + triu(Z)^T                    (`symmetric_weight`)
+
+The paper writes `V - V^T` and `Z + Z^T`; `V'`, `Z'` are the same antisymmetric and
+symmetric matrices formed as the authors' released code forms them, from the upper
+triangle of the raw `V`, `Z` only (its lower part is never read).
 
 Everything here is a pure function of explicit parameter pytrees, so it composes
 with `jit`, `grad` and `vmap` (many seeds at once).
@@ -14,7 +20,7 @@ operations of `swan_jax.graph.GraphOps`), whichever layout it holds. On a
 `jraph.GraphsTuple` the operators are edge weights and the aggregations segment sums
 (the reference). On a `PreparedGraph` (`swan_jax.prepare_graph`) they are slot values
 and the aggregations gathers (`swan_jax.graph.gather`): one fused `[N, d] x [d, 3d]`
-product per step, `X [W - W^T - gamma I | V - V^T | beta (Z + Z^T)]`, then
+product per step, `X [W - W^T - gamma I | V' | beta Z']`, then
 `Phi + beta Psi` as one pass over the slots, and a backward pass that is again that
 gather (`S^T = S`, `T^T = -T`).
 """
@@ -152,6 +158,30 @@ def step_params(params: Params, t: Array | float, cfg: SWANConfig) -> Params:
     return {k: (v[index] if k in STEP_KEYS else v) for k, v in params.items()}
 
 
+# The authors form Phi's and Psi's weights with `torch.nn.utils.parametrize`
+# (gravins/SWAN `graph_transfer/models/ausiliar_modules.py`, `AntiSymmetric`, `Symmetric`):
+# `right_inverse` keeps `triu(V, 1)` / `triu(Z)`, so the lower entries are zero and never
+# get a gradient. Forming `V - V^T` from a full `V` instead draws `V'` with sqrt(2) times
+# their spread at init, and Adam moves every `V'_ij` about twice as far per step (both
+# `V_ij` and `V_ji` take a step); the same for `Z'` off the diagonal.
+
+
+def antisymmetric_weight(v: Float[Array, "*L d d"]) -> Float[Array, "*L d d"]:
+    """Phi's weight `V' = triu(V, 1) - triu(V, 1)^T` (the authors' `AntiSymmetric`).
+
+    On the last two axes, so `[d, d]` and `[L, d, d]` alike; exactly antisymmetric.
+    """
+    upper = jnp.triu(v, 1)
+    return upper - jnp.matrix_transpose(upper)
+
+
+def symmetric_weight(z: Float[Array, "*L d d"]) -> Float[Array, "*L d d"]:
+    """Psi's weight `Z' = triu(Z) + triu(Z)^T` (the authors' `Symmetric`; its diagonal is
+    `2 Z_ii`). On the last two axes; exactly symmetric."""
+    upper = jnp.triu(z)
+    return upper + jnp.matrix_transpose(upper)
+
+
 def field_with_operators(
     params: Params,
     graph: Graph,
@@ -163,17 +193,17 @@ def field_with_operators(
     """The vector field with precomputed operators (`build_operators`): `[N, d] -> [N, d]`.
 
     `pre = X (W - W^T - gamma I) + b + Phi + beta Psi`, one `GraphOps.mix` of the graph:
-    `Phi = (A_hat + A_hat^T) X (V - V^T)` (`A_hat X V` for -ne and adgn) and
-    `Psi = (A_tilde - A_tilde^T) X (Z + Z^T)`.
+    `Phi = (A_hat + A_hat^T) X V'` (`A_hat X V` for -ne and adgn) and
+    `Psi = (A_tilde - A_tilde^T) X Z'`, with `V' = antisymmetric_weight(V)` and
+    `Z' = symmetric_weight(Z)`.
     """
     p = step_params(params, t, cfg)
     d = x.shape[-1]
     W, V = p["W"], p["V"]
     self_matrix = W - W.T - cfg.gamma * jnp.eye(d, dtype=x.dtype)
-    terms = [Term("hat", V) if cfg.plain_phi else Term("phi", V - V.T)]
+    terms = [Term("hat", V) if cfg.plain_phi else Term("phi", antisymmetric_weight(V))]
     if cfg.has_psi:
-        Z = p["Z"]
-        terms.append(Term("psi", Z + Z.T, cfg.beta))
+        terms.append(Term("psi", symmetric_weight(p["Z"]), cfg.beta))
     pre = as_operator(graph).mix(ops, x, self_matrix, p["b"], tuple(terms))
     return ACTIVATION_FNS[cfg.activation](pre)
 

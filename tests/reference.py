@@ -64,11 +64,11 @@ def field_parts(params, senders, receivers, x, cfg, x0=None, layer=None):
     if cfg.variant in ("swan-ne", "swan-learn-ne", "adgn"):
         P, Vm = A_hat, p["V"]
     else:
-        P, Vm = A_hat + A_hat.T, p["V"] - p["V"].T
+        P, Vm = A_hat + A_hat.T, np.triu(p["V"], 1) - np.triu(p["V"], 1).T
     if cfg.variant in ("swan-beta0", "adgn"):
         S, Zm = np.zeros((n, n)), np.zeros((d, d))
     else:
-        S, Zm = A_tilde - A_tilde.T, cfg.beta * (p["Z"] + p["Z"].T)
+        S, Zm = A_tilde - A_tilde.T, cfg.beta * (np.triu(p["Z"]) + np.triu(p["Z"]).T)
     return Wm, P, Vm, S, Zm, p["b"]
 
 

@@ -13,6 +13,7 @@ import pytest
 import scipy.integrate
 
 import swan_jax as sj
+from swan_jax.field import antisymmetric_weight, symmetric_weight
 from tests import reference as ref
 from tests.graphs import graph_from_edges, random_directed, random_undirected
 
@@ -125,6 +126,45 @@ def test_layer_dependent_weights_use_the_step_of_floor_t_over_epsilon(variant, x
     got = sj.solve(params, graph, jnp.asarray(x), cfg)
     want = ref.euler(np_params(params), s, r, x, cfg)
     assert np.max(np.abs(np.asarray(got) - want)) < 1e-9
+
+
+
+def test_phi_and_psi_weights_are_the_authors_triu_parametrisations(x64):
+    """`V' = triu(V, 1) - triu(V, 1)^T`, `Z' = triu(Z) + triu(Z)^T` (gravins/SWAN
+    `AntiSymmetric`, `Symmetric`), layer by layer on `[L, d, d]`: exactly antisymmetric
+    and symmetric, read from the upper triangle only."""
+    raw = np.random.default_rng(6).normal(size=(3, 4, 4))
+    v = np.asarray(antisymmetric_weight(jnp.asarray(raw)))
+    z = np.asarray(symmetric_weight(jnp.asarray(raw)))
+    for layer in range(3):
+        upper = np.triu(raw[layer], 1)
+        np.testing.assert_array_equal(v[layer], upper - upper.T)
+        upper = np.triu(raw[layer])
+        np.testing.assert_array_equal(z[layer], upper + upper.T)
+    assert np.array_equal(v, -np.swapaxes(v, 1, 2)) and np.array_equal(z, np.swapaxes(z, 1, 2))
+
+
+@pytest.mark.parametrize("weight_sharing,layout", [(True, "edges"), (False, "slots")])
+def test_only_the_upper_triangle_of_raw_v_and_z_is_trained(weight_sharing, layout, x64):
+    """As the authors' `right_inverse` keeps `triu(V, 1)`, `triu(Z)`: the raw entries
+    below (and for `V` on) the diagonal get exactly zero gradient, the others do not; the
+    -ne variants' plain `V` is trained whole."""
+    rng = np.random.default_rng(1)
+    graph = random_undirected(rng, 8)  # unequal degrees on an edge: Psi is not zero
+    graph = graph if layout == "edges" else sj.prepare_graph(graph)
+    x = jnp.asarray(rng.normal(size=(8, 4)))
+    below = np.tril(np.ones((4, 4), bool), -1)
+    for variant in ("swan", "swan-ne"):
+        cfg = sj.SWANConfig(variant=variant, num_layers=2, weight_sharing=weight_sharing,
+                            beta=0.7)
+        params = make_params(cfg, 4, seed=5)
+        grads = jax.grad(lambda p, c=cfg: jnp.sum(sj.solve(p, graph, x, c) ** 2))(params)
+        v, z = np.asarray(grads["V"]), np.asarray(grads["Z"])
+        assert np.all(z[..., below] == 0) and np.all(z[..., ~below] != 0)
+        if variant == "swan":
+            assert np.all(v[..., ~below.T] == 0) and np.all(v[..., below.T] != 0)
+        else:
+            assert np.all(v != 0)
 
 
 # --- solvers -----------------------------------------------------------------------

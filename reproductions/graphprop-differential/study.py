@@ -301,14 +301,19 @@ def field_authors(args) -> None:
         out["exact"] = (conv(x, batch.edge_index) - x) / POINT["epsilon"]
         arrays = {"x": x, "edge_index": batch.edge_index, "n_node": torch.tensor(
             [g.num_nodes for g in graphs]), "W": conv.W, "V_lin": conv.conv.lin.weight,
-            "Z_lin": conv.antisym_conv.lin.weight, "b": conv.bias, **out}
+            "Z_lin": conv.antisym_conv.lin.weight, "b": conv.bias, **out,
+            # what their parametrisations store (`right_inverse`: triu(V, 1), triu(Z))
+            "V_raw": conv.conv.lin.parametrizations.weight.original,
+            "Z_raw": conv.antisym_conv.lin.parametrizations.weight.original}
     save_arrays(LOGS / "field.npz", arrays)
 
 
 def field_ours(args) -> None:
-    """Our `vector_field` with the authors' parameters mapped onto ours (W = W_a^T,
-    V = -V_lin / 4, Z = -Z_lin / 2: our Phi uses A_hat + A_hat^T = 2 A_sym, our Psi
-    (A~ - A~^T) is the transpose of theirs), against both of their steps."""
+    """Our `vector_field` with the authors' stored parameters mapped onto ours (W = W_a^T,
+    V = -V_raw / 2, Z = -Z_raw, V_raw = triu(V, 1) and Z_raw = triu(Z) as their
+    parametrisations keep them, so that our V' = -V_lin / 2 and Z' = -Z_lin: our Phi
+    uses A_hat + A_hat^T = 2 A_sym, our Psi (A~ - A~^T) is the transpose of theirs), against
+    both of their steps."""
     code = _use_code(args.code)
     import jax.numpy as jnp
     import numpy as np
@@ -320,8 +325,8 @@ def field_ours(args) -> None:
     graph = batched_graph(a["edge_index"], n_node)
     cfg = sj.SWANConfig(variant="swan", adjacency="sym", beta=POINT["beta"],
                         gamma=POINT["gamma"], epsilon=POINT["epsilon"], num_layers=1)
-    params = {"W": jnp.asarray(a["W"].T), "V": jnp.asarray(-a["V_lin"] / 4),
-              "Z": jnp.asarray(-a["Z_lin"] / 2), "b": jnp.asarray(a["b"])}
+    params = {"W": jnp.asarray(a["W"].T), "V": jnp.asarray(-a["V_raw"] / 2),
+              "Z": jnp.asarray(-a["Z_raw"]), "b": jnp.asarray(a["b"])}
     ours = np.asarray(sj.vector_field(params, graph, jnp.asarray(a["x"]), cfg))
     result = {"swan_jax": code, "nodes": int(n_node.sum()),
               "max_abs_field": float(np.abs(ours).max())}

@@ -19,10 +19,12 @@ from swan_jax.config import SWANConfig
 from swan_jax.field import (
     ACTIVATION_FNS,
     Params,
+    antisymmetric_weight,
     build_operators,
     check_inputs,
     field_with_operators,
     step_params,
+    symmetric_weight,
 )
 from swan_jax.graph import EdgeOperators, dense_operator, plain_graph
 
@@ -93,10 +95,12 @@ def jacobian_factors(
     `M1 = diag(vec(sigma'(pre)))` with `pre` the field's pre-activation at `x`;
 
         M2 = (W - W^T - gamma I)^T (x) I
-             + (V - V^T)^T (x) (A_hat + A_hat^T)            [V^T (x) A_hat for -ne, adgn]
-             + beta (Z + Z^T)^T (x) (A_tilde - A_tilde^T)   [absent for swan-beta0, adgn]
+             + V'^T (x) (A_hat + A_hat^T)                   [V^T (x) A_hat for -ne, adgn]
+             + beta Z'^T (x) (A_tilde - A_tilde^T)          [absent for swan-beta0, adgn]
 
-    built from the dense operators (`A_hat_F`, `A_tilde_F` from `x0` for `-learn`).
+    with the field's `V' = triu(V, 1) - triu(V, 1)^T`, `Z' = triu(Z) + triu(Z)^T`
+    (`swan_jax.field.antisymmetric_weight`, `symmetric_weight`), built from the dense
+    operators (`A_hat_F`, `A_tilde_F` from `x0` for `-learn`).
     `sigma'` is the derivative JAX takes of the configured activation.
 
     Returns:
@@ -117,9 +121,9 @@ def jacobian_factors(
     if cfg.plain_phi:
         m2 = m2 + jnp.kron(p["V"].T, a_hat)
     else:
-        m2 = m2 + jnp.kron((p["V"] - p["V"].T).T, a_hat + a_hat.T)
+        m2 = m2 + jnp.kron(antisymmetric_weight(p["V"]).T, a_hat + a_hat.T)
     if cfg.has_psi:
-        m2 = m2 + cfg.beta * jnp.kron((p["Z"] + p["Z"].T).T, a_tilde - a_tilde.T)
+        m2 = m2 + cfg.beta * jnp.kron(symmetric_weight(p["Z"]).T, a_tilde - a_tilde.T)
     pre = field_with_operators(params, graph, x, ops, cfg.replace(activation="identity"), t)
     # The activation acts elementwise, so a JVP with tangent 1 gives sigma' everywhere.
     activation = ACTIVATION_FNS[cfg.activation]
