@@ -22,8 +22,10 @@ from reproduce.results import (
 from reproduce.results import __main__ as results_cli
 
 REPO = Path(__file__).resolve().parents[1]
+# After the authors' init and V', Z' form (`sections.AUTHORS_FORM_SINCE`): rows carry no
+# note of it unless a test dates its records before.
 MACHINE = {"machine": "Linux-test", "processor": "", "device": "cpu:0", "jax": "0.10.2",
-           "date": "2026-01-01 00:00:00"}
+           "date": "2027-01-01 00:00:00"}
 
 
 # ============================================================= synthetic sweep results
@@ -233,6 +235,22 @@ def test_a_cell_at_the_full_protocol_still_improving_with_its_device(repro):
     assert row(text, "Line", "10", "ADGN").endswith(
         f"| none | still improving (1 of 4 seeds) | NVIDIA H200 | {link('transfer-gpu')} |")
     assert "| Figure 3: graph transfer | 84 | 84 | 1 | 0 | 83 |" in text
+
+
+def test_swan_and_adgn_rows_trained_before_the_authors_init_say_so(repro):
+    before = {**MACHINE, "date": "2026-11-28 23:00:00"}
+    for model in ("adgn", "swan", "gcn"):
+        cell = full_transfer_cell(model=model, points=16 if model == "swan" else 4)
+        rec = {**record({"topology": "line", "distance": 10, "model": model}, [{}],
+                        epochs=2000), "machine": before}
+        write_results(repro / f"old-{model}", "transfer", config(**FULL_TRANSFER), [cell],
+                      [rec])
+    text = rendered(repro)
+    report = "(reproductions/authors-init-formation/REPORT.md)"
+    assert f"| none ([before the authors' init]{report}) |" in row(text, "Line", "10", "ADGN")
+    assert (f"| none ([before the authors' init and V', Z']{report}) |"
+            in row(text, "Line", "10", "SWAN"))
+    assert "| none | " in row(text, "Line", "10", "GCN")  # no SWAN block: nothing to say
 
 
 def test_each_cell_shows_its_best_evidence_and_runs_md_every_row(repro):

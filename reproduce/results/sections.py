@@ -14,6 +14,7 @@ from reproduce.results.blocks import (
     CELL_KEYS,
     TEXT,
     Evidence,
+    cell_records,
     cell_rows,
     evidence,
     label_setting,
@@ -86,14 +87,35 @@ def choose(cell: Cell, found: Sequence[tuple[Run, dict]], proto: Mapping[str, An
     return (ranked[0] if ranked else None), candidates
 
 
+# Until this time (the records' clock) the SWAN and ADGN blocks started their bias at 0
+# and SWAN formed V', Z' from full matrices; both are the authors' since (a dated fact of
+# the lab, not of the package). Paired reruns: reproductions/authors-init-formation/.
+AUTHORS_FORM_SINCE = "2026-11-28 23:30"
+PAIRED_RERUNS = "reproductions/authors-init-formation/REPORT.md"
+
+
+def before_authors_form(run: Run, summary: Mapping[str, Any]) -> bool:
+    """Whether a SWAN or ADGN cell's programs all ran before `AUTHORS_FORM_SINCE`."""
+    model = str(summary.get("model") or summary.get("variant") or "")
+    if not (model.startswith("swan") or model == "adgn"):
+        return False
+    dates = [str((rec.get("machine") or {}).get("date") or "")
+             for rec in cell_records(run, summary)]
+    return bool(dates) and all(date < AUTHORS_FORM_SINCE for date in dates)
+
+
 def _row_note(cell: Cell, run: Run, summary: Mapping[str, Any]) -> str:
-    """Why a transfer cell searched one beta: Psi vanishes on a regular graph."""
-    if cell.experiment != "transfer" or "beta" not in (summary.get("best_hparams") or {}):
-        return ""
-    variant = run.config.get("data_variant") or "paper"
-    if beta_matters(summary["topology"], summary["distance"], variant=variant):
-        return ""
-    return "beta not searched: no effect on a regular graph"
+    """Said beside a row's departures: why a transfer cell searched one beta (Psi vanishes
+    on a regular graph); that a SWAN or ADGN cell ran before the authors' init and form."""
+    notes = []
+    if before_authors_form(run, summary):
+        what = "init" if summary.get("model") == "adgn" else "init and V', Z'"
+        notes.append(f"[before the authors' {what}]({PAIRED_RERUNS})")
+    if cell.experiment == "transfer" and "beta" in (summary.get("best_hparams") or {}):
+        variant = run.config.get("data_variant") or "paper"
+        if not beta_matters(summary["topology"], summary["distance"], variant=variant):
+            notes.insert(0, "beta not searched: no effect on a regular graph")
+    return "; ".join(notes)
 
 
 def judge(cell: Cell, summary: Mapping[str, Any], constants: Mapping[str, float]
