@@ -54,7 +54,8 @@ def every_row(shown: Sequence[Shown]) -> tuple[list[str], set[int]]:
             for ev in candidates:
                 used.add(id(ev.summary))
                 body.append([*cell.labels, *_numbers(ev.summary, cell.metric),
-                             ev.converged, ev.said, best_config(ev.summary), ev.wall,
+                             ev.converged, ev.said.replace("](reproductions/", "]("),
+                             best_config(ev.summary), ev.wall,
                              short_device(ev.device), _link(ev.run),
                              "shown" if ev is best else "superseded"])
         if body:
