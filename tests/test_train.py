@@ -314,7 +314,8 @@ def test_a_checkpoint_of_the_old_formation_resumes_only_a_model_it_does_not_chan
     """A checkpoint of fingerprint format 1 or 2 (swan-jax 0.1.0's V - V^T, Z + Z^T) of a
     SWAN model with Psi or an antisymmetric Phi is refused in one line naming 0.1.0 and
     both ways forward; a baseline's resumes as before."""
-    from swan_jax.runs.checkpoint import CheckpointStore
+    from swan_jax.models.formation import OldFormation
+    from swan_jax.runs.checkpoint import CheckpointStore, load_run_variables
     from swan_jax.train import CheckpointConflict
     from swan_jax.train._folder import RUN_FILE
 
@@ -339,6 +340,14 @@ def test_a_checkpoint_of_the_old_formation_resumes_only_a_model_it_does_not_chan
             f"V - V^T and Z + Z^T from the full raw V, Z; today's forms them from their "
             f"triangles, so its parameters are another model: finish it with swan-jax "
             f"0.1.0, or start it again in a fresh directory or drop resume=True")
+    # Opened for analysis without its model: a baseline's as it is, a SWAN model's refused
+    _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()), value, 2)
+    if changed:
+        with pytest.raises(OldFormation, match="pass model="):
+            load_run_variables(tmp_path)
+    else:
+        assert set(load_run_variables(tmp_path)["params"]) == {"encoder", "processor",
+                                                                "readout"}
 
 
 def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):
