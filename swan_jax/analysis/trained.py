@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import jraph
 
 from swan_jax.models import Model
-from swan_jax.models.formation import read_saved
+from swan_jax.models.formation import read_saved, saved_format
 
 Array = jax.Array
 
@@ -71,6 +71,5 @@ def load_checkpoint_params(
             state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()))
     variables = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]),
                                        restored["state"][key])
-    return read_saved(variables, written_format=(restored["meta"] or {}).get(
-        "fingerprint_format", 1), model=model, key=key,
-        where=f"the checkpoint {Path(directory) / str(epoch)}")
+    return read_saved(variables, written_format=saved_format(restored["meta"]),
+                      model=model, key=key, where=f"the checkpoint {Path(directory) / str(epoch)}")

@@ -148,6 +148,15 @@ def from_old(model: Any, variables: Any, *, where: str) -> Any:
     return _map_fields(variables, convert)
 
 
+def saved_format(meta: Mapping[str, Any] | None) -> int:
+    """The `fingerprint_format` a checkpoint's JSON metadata says: 1 for `train`'s from
+    before the number (a `fingerprint` alone); a checkpoint without either was not
+    written by `train` (a `CheckpointStore` of one's own) and is read as it is."""
+    meta = meta or {}
+    return int(meta.get("fingerprint_format", 1 if "fingerprint" in meta else
+                        TRIANGLES_FORMAT))
+
+
 def read_saved(variables: Any, *, written_format: int, model: Any = None, key: str,
                where: str) -> Any:
     """A checkpoint's `key` entry (`variables`), written under `fingerprint_format`

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from swan_jax.models.formation import read_saved
+from swan_jax.models.formation import read_saved, saved_format
 from swan_jax.runs.interrupts import held
 from swan_jax.runs.io import RESUME, OutputWriteError, failure_reason
 from swan_jax.settings import HINT, Hint, HintedError
@@ -199,6 +199,5 @@ def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_par
     if not 0 <= run < runs:
         raise IndexError(f"run {run} is out of range: {directory} holds runs 0..{runs - 1}")
     variables = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]), stacked)
-    written = (restored["meta"] or {}).get("fingerprint_format", 1)
-    return read_saved(variables, written_format=written, model=model, key=key,
-                      where=f"the checkpoint {Path(directory) / str(epoch)}")
+    return read_saved(variables, written_format=saved_format(restored["meta"]),
+                      model=model, key=key, where=f"the checkpoint {Path(directory) / str(epoch)}")
