@@ -42,7 +42,7 @@ ALLOWED = {
     "swan_jax.runs.io": ("swan_jax.settings",),
     "swan_jax.runs.interrupts": (),
     "swan_jax.runs.checkpoint": ("swan_jax.settings", "swan_jax.runs.io",
-                                 "swan_jax.runs.interrupts"),
+                                 "swan_jax.runs.interrupts", "swan_jax.models.formation"),
     "swan_jax.runs.export": CORE,
     "swan_jax.train": CORE + ("swan_jax.data", "swan_jax.runs", "swan_jax.train"),
 }

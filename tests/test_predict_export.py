@@ -1,5 +1,6 @@
 """Inference and export: `swan-predict` and `export_run` / `load_model` round-trip a trained
-toy run (a `train()` call described with `describe_models`, and an experiment's run)."""
+toy run (a `train()` call described with `describe_models`, and an experiment's run);
+exports and checkpoints of swan-jax 0.1.0's formation of V', Z' predict as they did."""
 
 from __future__ import annotations
 
@@ -11,18 +12,27 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import swan_jax as sj
+from swan_jax import field as swan_field
 from swan_jax.data import GraphDataset
 from swan_jax.experiments import predict as predict_cli
 from swan_jax.experiments.runs import export_run
+from swan_jax.models import formation
+from swan_jax.runs.checkpoint import load_run_variables
 from swan_jax.runs.export import (
+    PARAMS_FILE,
+    SPEC_FILE,
     ExportError,
     build_model,
     describe_models,
     load_model,
     model_spec,
+    save_model,
 )
 from swan_jax.runs.inference import predict
 from swan_jax.train import TrainConfig, train
@@ -174,6 +184,138 @@ def test_an_experiment_run_predicts_its_own_test_metric(tmp_path):
     loaded = load_model(export_run(folder, tmp_path / "export"))
     np.testing.assert_array_equal(
         predict(loaded.model, loaded.variables, test, level=loaded.task_level), predictions)
+
+
+# ---- parameters of swan-jax 0.1.0's formation: V' = V - V^T, Z' = Z + Z^T (full raw) ----
+
+
+@pytest.fixture
+def old_formation(monkeypatch):
+    """Inside: the field forms V', Z' as swan-jax 0.1.0 did, to compute what it computed."""
+    def old():
+        monkeypatch.setattr(swan_field, "antisymmetric_weight",
+                            lambda v: v - jnp.matrix_transpose(v))
+        monkeypatch.setattr(swan_field, "symmetric_weight", lambda z: z + jnp.matrix_transpose(z))
+    return old
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3), (4, 2, 3, 3)])
+def test_the_old_formations_weights_come_back_exactly(shape):
+    """`antisymmetric_weight(triu(V - V^T, 1)) = V - V^T` and `symmetric_weight(triu(Z +
+    Z^T, 1) + diag(Z)) = Z + Z^T` bit for bit, on the last two axes, NumPy and JAX."""
+    rng = np.random.default_rng(0)
+    v, z = (rng.normal(size=shape).astype(np.float32) for _ in range(2))
+    for xp in (np, jnp):
+        new_v = formation.antisymmetric_from_old(xp.asarray(v))
+        new_z = formation.symmetric_from_old(xp.asarray(z))
+        assert type(new_v) is type(xp.asarray(v)) and new_v.shape == shape
+        np.testing.assert_array_equal(swan_field.antisymmetric_weight(new_v),
+                                      v - np.swapaxes(v, -1, -2))
+        np.testing.assert_array_equal(swan_field.symmetric_weight(new_z),
+                                      z + np.swapaxes(z, -1, -2))
+
+
+def _tiny_model(variant: str, weight_sharing: bool = True):
+    cfg = sj.SWANConfig(variant=variant, num_layers=2, epsilon=0.5, beta=0.7,
+                        weight_sharing=weight_sharing)
+    return sj.Model(sj.LinearEncoder(4), sj.SWANBlock(cfg), sj.NodeReadout((2,)))
+
+
+def _write_old_export(path: Path, model, variables) -> Path:
+    """An export as swan-jax 0.1.0 wrote it: the same files, format 1."""
+    save_model(path, model, variables, task_level="node")
+    spec = json.loads((path / SPEC_FILE).read_text())
+    (path / SPEC_FILE).write_text(json.dumps({**spec, "format": 1}))
+    return path
+
+
+@pytest.mark.parametrize("variant,weight_sharing,changed", [
+    ("swan", False, True), ("swan-ne", True, True), ("swan-beta0", True, True),
+    ("adgn", True, False)])
+def test_an_old_export_predicts_what_it_predicted(tmp_path, old_formation, variant,
+                                                  weight_sharing, changed):
+    """A format-1 export (0.1.0's V - V^T, Z + Z^T) loads converted: today's field gives
+    the function 0.1.0 gave with its raw V, Z. adgn's loads unchanged."""
+    model = _tiny_model(variant, weight_sharing)
+    rng = np.random.default_rng(1)
+    graph = sj.graph.undirected_graph([(0, 1), (1, 2), (2, 3), (1, 4)], 5,
+                                      nodes=rng.normal(size=(5, 3)).astype(np.float32))
+    variables = jax.tree_util.tree_map(np.asarray, model.init(jax.random.PRNGKey(0), graph))
+    loaded = load_model(_write_old_export(tmp_path / "old", model, variables))
+    today = np.asarray(model.apply(variables, graph))
+    old_formation()
+    before = np.asarray(jax.jit(model.apply)(variables, graph))
+    assert np.abs(before - today).max() > 1e-4 if changed else np.array_equal(before, today)
+    np.testing.assert_allclose(np.asarray(jax.jit(loaded.model.apply)(loaded.variables, graph)),
+                               before, rtol=1e-6, atol=1e-7)
+    if not changed:
+        jax.tree_util.tree_map(np.testing.assert_array_equal, loaded.variables, variables)
+
+
+def test_an_old_export_its_model_cannot_tell_is_one_line(tmp_path):
+    """Two SWAN blocks, one Phi antisymmetric and one not: which field is whose is not
+    in the spec, so a format-1 export of it is refused, not guessed."""
+    blocks = {"W": np.zeros((2, 2), np.float32), "V": np.ones((2, 2), np.float32),
+              "b": np.zeros(2, np.float32)}
+    model = sj.Model(sj.LinearEncoder(2), sj.SWANBlock(sj.SWANConfig(variant="adgn")),
+                     sj.SWANBlock(sj.SWANConfig(variant="swan-beta0")))
+    path = _write_old_export(tmp_path / "old", model,
+                             {"params": {"processor": {"field": blocks},
+                                         "readout": {"field": blocks}}})
+    with pytest.raises(ExportError) as err:
+        load_model(path)
+    assert str(err.value) == (
+        f"{path} was saved by swan-jax 0.1.0, whose field formed V - V^T and Z + Z^T from "
+        f"the full raw V, Z, and its model does not say which of its 2 SWAN block(s) form "
+        f"Phi's weight as V - V^T: open it with swan-jax 0.1.0")
+    assert (path / PARAMS_FILE).is_file()
+
+
+def _as_old_checkpoints(run: Path, copy: Path) -> Path:
+    """A copy of a program folder whose checkpoints say fingerprint format 2 (0.1.0's)."""
+    import shutil
+
+    shutil.copytree(run, copy)
+    for meta in copy.glob("[0-9]*/meta/metadata"):
+        payload = json.loads(meta.read_text())
+        meta.write_text(json.dumps({**payload, "fingerprint_format": 2}))
+    return copy
+
+
+def test_an_old_checkpoint_opens_as_the_function_it_trained(toy_run, tmp_path, old_formation,
+                                                            capsys):
+    """`load_run_variables(model=)`, `open_run` and `swan-predict` on a program folder of
+    0.1.0's formation convert its parameters exactly (its predictions as 0.1.0 made them);
+    without the model, one line (tests/test_train.py: a baseline's opens as it is)."""
+    tmp, _, test = toy_run
+    old = _as_old_checkpoints(tmp / "run", tmp_path / "old")
+    opened = predict_cli.open_model(tmp / "run", run=1)
+    raw = load_run_variables(tmp / "run", 1)  # format 3: as saved
+    with pytest.raises(formation.OldFormation,
+                       match=r"^the checkpoint .+ was saved by swan-jax 0\.1\.0, whose field "
+                             r"formed V - V\^T and Z \+ Z\^T from the full raw V, Z; "
+                             r"today's field reads them as another function: pass model="):
+        load_run_variables(old, 1)
+    today = predict(opened.model, raw, test, level="node")
+    predicted, _ = predict_cli.predict_run(old, test, run=1)
+    converted = load_run_variables(old, 1, model=opened.model)
+    from swan_jax import analysis  # the notebooks' loader: the same conversion, or one line
+
+    with pytest.raises(formation.OldFormation, match="pass model="):
+        analysis.load_checkpoint_params(old, 1)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, converted,
+                           analysis.load_checkpoint_params(old, 1, model=opened.model))
+    assert predict_cli.main([str(old), "--data", str(tmp / "test.npz"), "--run", "1",
+                             "--out", str(tmp_path / "p.npz")]) == 0
+    old_formation()
+    before = predict(opened.model, raw, test, level="node")
+    assert np.abs(before - today).max() > 1e-6  # the two formations differ here
+    np.testing.assert_allclose(predicted, before, rtol=1e-6, atol=1e-7)
+    with np.load(tmp_path / "p.npz") as f:
+        np.testing.assert_array_equal(f["predictions"], predicted)
+    np.testing.assert_allclose(predict(opened.model, converted, test, level="node"), before,
+                               rtol=1e-6, atol=1e-7)
+    capsys.readouterr()
 
 
 def test_console_scripts_point_at_functions():

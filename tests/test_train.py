@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -216,9 +217,10 @@ def test_fingerprint_of_a_saved_program_does_not_move():
     other = TrainConfig(**{**cfg.__dict__, "batch_size": 32})
     assert fingerprint(other, runs, {"program": "1c14b83717"}) != "774d20f04d93ec4e"
     # Format 1 (no number) also takes what the code with `shard_runs` in the identity
-    # wrote for this program (computed with that code).
+    # wrote for this program (computed with that code); format 3 hashes as 2 does.
     assert accepted_fingerprints(cfg, runs, {"program": "1c14b83717"}) == {
-        2: ("774d20f04d93ec4e",), 1: ("774d20f04d93ec4e", "9bdeff0016665965")}
+        3: ("774d20f04d93ec4e",), 2: ("774d20f04d93ec4e",),
+        1: ("774d20f04d93ec4e", "9bdeff0016665965")}
 
 
 def _rewrite_fingerprint(epoch_folder: Path, value: str, fmt: int | None) -> None:
@@ -234,11 +236,19 @@ def _rewrite_fingerprint(epoch_folder: Path, value: str, fmt: int | None) -> Non
     meta.write_text(json.dumps(payload))
 
 
+def adgn_model_fn(hp):
+    """`model_fn` with adgn's block: a model swan-jax 0.1.0's formation did not change."""
+    cfg = sj.SWANConfig(variant="adgn", num_layers=3, epsilon=hp["epsilon"], beta=hp["beta"])
+    return sj.Model(sj.LinearEncoder(8), sj.SWANBlock(cfg), sj.NodeReadout((1,)))
+
+
 def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     """Checkpoints without a fingerprint format number (format 1) resume under either form
     that older code wrote, `shard_runs` in the identity or not, and are saved anew under
     today's format and fingerprint; a numbered checkpoint resumes under its own format's
-    fingerprint only, and an unknown format or any other fingerprint is refused."""
+    fingerprint only, and an unknown format or any other fingerprint is refused. (An adgn
+    model: the formation of V', Z' that formats 1 and 2 knew leaves its function as it
+    was; `test_a_checkpoint_of_the_old_formation_...` refuses the others.)"""
     from swan_jax.runs.checkpoint import CheckpointStore
     from swan_jax.train._folder import (
         FINGERPRINT_FORMAT,
@@ -250,7 +260,7 @@ def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
 
     data = splits(line_swap_dataset())
     cfg = TrainConfig(epochs=1, batch_size=4, checkpoint_dir=str(tmp_path), progress=False)
-    train(model_fn, data, cfg, GRID[:1])
+    train(adgn_model_fn, data, cfg, GRID[:1])
     meta = json.loads((tmp_path / RUN_FILE).read_text())
     runs = [(dict(r["hparams"]), r["seed"]) for r in meta["runs"]]
     extra = None
@@ -266,7 +276,7 @@ def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     def resume(epochs: int):
         more = TrainConfig(epochs=epochs, batch_size=4, checkpoint_dir=str(tmp_path),
                            resume=True, progress=False)
-        return train(model_fn, data, more, GRID[:1])
+        return train(adgn_model_fn, data, more, GRID[:1])
 
     _rewrite_fingerprint(latest(), old, None)
     assert len(resume(2).history) == 2
@@ -274,13 +284,70 @@ def test_a_folder_written_with_the_older_fingerprint_resumes(tmp_path):
     assert json.loads(saved.read_text())["fingerprint_format"] == FINGERPRINT_FORMAT
     _rewrite_fingerprint(latest(), meta["fingerprint"], None)
     assert len(resume(3).history) == 3
+    _rewrite_fingerprint(latest(), meta["fingerprint"], 2)
+    assert len(resume(4).history) == 4
     refused = [(old, FINGERPRINT_FORMAT, "belongs to another configuration"),
                ("0123456789abcdef", None, "belongs to another configuration"),
                (meta["fingerprint"], FINGERPRINT_FORMAT + 1, "fingerprint format")]
     for value, fmt, message in refused:
         _rewrite_fingerprint(latest(), value, fmt)
         with pytest.raises(ValueError, match=message):
-            resume(4)
+            resume(5)
+
+def gcn_model_fn(hp):
+    """A baseline without a SWAN block (the formation of V', Z' never reaches it)."""
+    del hp
+    return sj.Model(sj.LinearEncoder(8), sj.MPNNStack("gcn", 8, 1), sj.NodeReadout((1,)))
+
+
+def beta0_model_fn(hp):
+    """swan-beta0: no Psi, so no `Z`; only its declared config says Phi is V - V^T."""
+    cfg = sj.SWANConfig(variant="swan-beta0", num_layers=3, epsilon=hp["epsilon"],
+                        beta=hp["beta"])
+    return sj.Model(sj.LinearEncoder(8), sj.SWANBlock(cfg), sj.NodeReadout((1,)))
+
+
+@pytest.mark.parametrize("fn,changed", [(model_fn, True), (beta0_model_fn, True),
+                                        (gcn_model_fn, False)])
+def test_a_checkpoint_of_the_old_formation_resumes_only_a_model_it_does_not_change(
+        tmp_path, fn, changed):
+    """A checkpoint of fingerprint format 1 or 2 (swan-jax 0.1.0's V - V^T, Z + Z^T) of a
+    SWAN model with Psi or an antisymmetric Phi is refused in one line naming 0.1.0 and
+    both ways forward; a baseline's resumes as before."""
+    from swan_jax.models.formation import OldFormation
+    from swan_jax.runs.checkpoint import CheckpointStore, load_run_variables
+    from swan_jax.train import CheckpointConflict
+    from swan_jax.train._folder import RUN_FILE
+
+    data = splits(line_swap_dataset())
+    grid = GRID[:1] if fn is not gcn_model_fn else ({},)
+    train(fn, data, TrainConfig(epochs=1, batch_size=4, checkpoint_dir=str(tmp_path),
+                                progress=False), grid)
+    value = json.loads((tmp_path / RUN_FILE).read_text())["fingerprint"]
+    more = TrainConfig(epochs=2, batch_size=4, checkpoint_dir=str(tmp_path), resume=True,
+                       progress=False)
+    for fmt in (2, None):
+        _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()),
+                             value, fmt)
+        if not changed:
+            assert len(train(fn, data, more, grid).history) == more.epochs
+            more = dataclasses.replace(more, epochs=more.epochs + 1)
+            continue
+        with pytest.raises(CheckpointConflict) as err:
+            train(fn, data, more, grid)
+        assert str(err.value) == (
+            f"checkpoint in {tmp_path} was trained by swan-jax 0.1.0, whose field formed "
+            f"V - V^T and Z + Z^T from the full raw V, Z; today's forms them from their "
+            f"triangles, so its parameters are another model: finish it with swan-jax "
+            f"0.1.0, or start it again in a fresh directory or drop resume=True")
+    # Opened for analysis without its model: a baseline's as it is, a SWAN model's refused
+    _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()), value, 2)
+    if changed:
+        with pytest.raises(OldFormation, match="pass model="):
+            load_run_variables(tmp_path)
+    else:
+        assert set(load_run_variables(tmp_path)["params"]) == {"encoder", "processor",
+                                                                "readout"}
 
 
 def test_divergence_names_epoch_step_and_config_and_keeps_checkpoint(tmp_path):

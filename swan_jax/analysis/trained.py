@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import jraph
 
 from swan_jax.models import Model
+from swan_jax.models.formation import read_saved, saved_format
 
 Array = jax.Array
 
@@ -49,13 +50,16 @@ def encoded_input(model: Model, variables: Mapping[str, Any], graph: jraph.Graph
 
 
 def load_checkpoint_params(
-    directory: str | Path, run: int = 0, key: str = "best_params", epoch: int | None = None
+    directory: str | Path, run: int = 0, key: str = "best_params", epoch: int | None = None,
+    *, model: Any = None
 ) -> Any:
     """Flax variables of one run from a `swan_jax.runs.checkpoint.CheckpointStore` directory.
 
     The store holds `{"params", "opt_state", "best_params"}` stacked over the runs of a
     vmapped training (leading axis `[runs]`); this restores without a template and takes
-    run `run` of `key` (the leading axis dropped).
+    run `run` of `key` (the leading axis dropped). A checkpoint of swan-jax 0.1.0's
+    formation of `V - V^T`, `Z + Z^T` is converted given `model` (the module it trained),
+    else refused in one line (`swan_jax.models.formation.read_saved`).
     """
     import orbax.checkpoint as ocp
 
@@ -63,5 +67,9 @@ def load_checkpoint_params(
         epoch = manager.latest_step() if epoch is None else epoch
         if epoch is None:
             raise FileNotFoundError(f"no checkpoint in {directory}")
-        restored = manager.restore(epoch, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
-    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]), restored["state"][key])
+        restored = manager.restore(epoch, args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()))
+    variables = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]),
+                                       restored["state"][key])
+    return read_saved(variables, written_format=saved_format(restored["meta"]),
+                      model=model, key=key, where=f"the checkpoint {Path(directory) / str(epoch)}")

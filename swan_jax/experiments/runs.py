@@ -39,9 +39,10 @@ def load_run(folder: str | Path, run: int = 0) -> tuple[Any, Any, dict[str, Any]
     """`(model, variables, config)` of run `run` of the program in `folder`.
 
     `model` is the Flax module of that run's grid point, `variables` its best parameters
-    (by validation metric), and `config` a dict: `experiment`, `config` (the resolved
-    experiment configuration), `cell`, `static`, `hparams` (static and numeric), `seed`,
-    `train` (the training configuration).
+    (by validation metric; a checkpoint of swan-jax 0.1.0's formation of V', Z'
+    converted to compute what it trained, `load_run_variables`), and `config` a dict:
+    `experiment`, `config` (the resolved experiment configuration), `cell`, `static`,
+    `hparams` (static and numeric), `seed`, `train` (the training configuration).
     """
     folder = Path(folder)
     path = folder / RUN_FILE
@@ -60,7 +61,7 @@ def load_run(folder: str | Path, run: int = 0) -> tuple[Any, Any, dict[str, Any]
     static, point = described["static"], runs[run]["hparams"]
     hp = concrete_hparams({k: v for k, v in point.items() if k not in static})
     model = exp.model_fn(cfg, described["cell"], static)(hp)
-    variables = load_run_variables(folder, run)
+    variables = load_run_variables(folder, run, model=model)
     return model, variables, {"experiment": exp.name, "config": cfg, "cell": described["cell"],
                               "static": static, "hparams": {**static, **point},
                               "seed": runs[run]["seed"], "train": info["train"]}
@@ -124,7 +125,8 @@ def open_run(folder: str | Path, run: int | None = None) -> OpenedRun:
     if "experiment" in described:
         model, variables, _ = load_run(folder, run)
     else:
-        model, variables = _described_model(info, run, path), load_run_variables(folder, run)
+        model = _described_model(info, run, path)
+        variables = load_run_variables(folder, run, model=model)
     source = {"folder": str(folder.absolute()), "run": run, **info["runs"][run]}
     return OpenedRun(model, variables, info["train"]["task_level"], source)
 

@@ -10,7 +10,9 @@ gather-only slot kernels as SWAN (`swan_jax.graph.slots`), so comparisons stay f
 Beside them, `nnx`: the same SWAN block as a `flax.nnx` module (`models.nnx.SWANBlock`),
 imported on its own (`from swan_jax.models import nnx`), so `flax.nnx` loads only then;
 and `gpsconv`: the SWAN authors' graph-transfer GPS (PyG's `GPSConv` with `GCNConv`
-inside, `models.gpsconv.GPSConvStack`), imported on its own as it stands on `swan_jax.gps`.
+inside, `models.gpsconv.GPSConvStack`), imported on its own as it stands on `swan_jax.gps`;
+and `formation`: `SWANBlock` parameters saved under swan-jax 0.1.0's `V - V^T`, `Z + Z^T`,
+converted to compute the same function (what opens a checkpoint or an export reads it).
 """
 
 from __future__ import annotations

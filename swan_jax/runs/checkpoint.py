@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
+from swan_jax.models.formation import read_saved, saved_format
 from swan_jax.runs.interrupts import held
 from swan_jax.runs.io import RESUME, OutputWriteError, failure_reason
 from swan_jax.settings import HINT, Hint, HintedError
@@ -171,12 +172,18 @@ def _readable(directory: Path, epoch: int, steps) -> Iterator[None]:
 
 
 def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_params",
-                       epoch: int | None = None) -> Any:
+                       epoch: int | None = None, *, model: Any = None) -> Any:
     """Flax variables of run `run` from a program folder (no template needed).
 
     The store holds `{"params", "opt_state", "best_params", ...}` stacked over the runs
     of a vmapped program; this restores the newest (or `epoch`'s) checkpoint and takes
     run `run` of `key`.
+
+    A checkpoint saved by swan-jax 0.1.0 (`fingerprint_format` below 3), whose field
+    formed `V - V^T` and `Z + Z^T` from the full raw matrices, holds SWAN parameters that
+    today's field reads as another function: given `model` (the Flax module it trained),
+    they are converted to compute that function exactly (`swan_jax.models.formation`);
+    without it, one line (`OldFormation`) says so. Other checkpoints load unchanged.
     """
     import jax.numpy as jnp
 
@@ -186,9 +193,11 @@ def load_run_variables(directory: str | Path, run: int = 0, key: str = "best_par
             raise FileNotFoundError(f"no checkpoint in {directory}")
         with _readable(Path(directory).absolute(), epoch, manager.all_steps()):
             restored = manager.restore(epoch, args=ocp.args.Composite(
-                state=ocp.args.StandardRestore()))
+                state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()))
     stacked = restored["state"][key]
     runs = jax.tree_util.tree_leaves(stacked)[0].shape[0]
     if not 0 <= run < runs:
         raise IndexError(f"run {run} is out of range: {directory} holds runs 0..{runs - 1}")
-    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]), stacked)
+    variables = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf[run]), stacked)
+    return read_saved(variables, written_format=saved_format(restored["meta"]),
+                      model=model, key=key, where=f"the checkpoint {Path(directory) / str(epoch)}")

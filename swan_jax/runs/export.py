@@ -7,7 +7,8 @@ An export is a folder with
   functions by name), plus the task level and where the model came from;
 * `params.msgpack`: the variables, written by `flax.serialization.to_bytes`.
 
-`load_model(folder)` rebuilds the module and its variables with swan-jax alone: no
+`load_model(folder)` rebuilds the module and its variables with swan-jax alone (an export
+of format 1, swan-jax 0.1.0's, converted to compute what it computed there): no
 experiment configuration, run folder or orbax checkpoint is read. It imports classes and
 functions from `swan_jax`, `flax` and `jax` only, so a spec cannot make it run other code.
 `describe_models` writes the same specs into a `train()` run's `run.json`.
@@ -32,10 +33,15 @@ import jax.numpy as jnp
 from flax import serialization
 
 from swan_jax.config import concrete_hparams
+from swan_jax.models.formation import OldFormation, from_old
 
 SPEC_FILE = "model.json"
 PARAMS_FILE = "params.msgpack"
-SPEC_FORMAT = 1
+# 1: swan-jax 0.1.0's, whose field formed V - V^T and Z + Z^T from the full raw V, Z;
+#    `load_model` converts a SWAN model's parameters to compute that very function
+#    (`swan_jax.models.formation.from_old`). 2: the field forms them from the triangles.
+SPEC_FORMAT = 2
+OLD_FORMATION_FORMAT = 1
 # Where a spec may take classes and functions from (`load_model` refuses the rest).
 ALLOWED_PREFIXES = ("swan_jax.", "flax.", "jax.")
 # Public homes of activation functions, searched in order for a function's name.
@@ -199,9 +205,14 @@ def load_model(path: str | Path) -> LoadedModel:
                                     f"missing (write one with "
                                     f"swan_jax.experiments.runs.export_run)")
     payload = json.loads(spec_file.read_text())
-    if payload.get("format") != SPEC_FORMAT:
+    if payload.get("format") not in (OLD_FORMATION_FORMAT, SPEC_FORMAT):
         raise ExportError(f"{spec_file} has format {payload.get('format')!r}; this swan-jax "
-                          f"reads format {SPEC_FORMAT}")
+                          f"reads formats {OLD_FORMATION_FORMAT} and {SPEC_FORMAT}")
+    model = build_model(payload["model"])
     variables = serialization.msgpack_restore(params_file.read_bytes())
-    return LoadedModel(build_model(payload["model"]), variables, payload["task_level"],
-                       payload.get("source", {}))
+    if payload["format"] == OLD_FORMATION_FORMAT:
+        try:
+            variables = from_old(model, variables, where=str(path))
+        except OldFormation as err:
+            raise ExportError(str(err)) from None
+    return LoadedModel(model, variables, payload["task_level"], payload.get("source", {}))

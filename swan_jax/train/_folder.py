@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 
+from swan_jax.models.formation import OLD, TRIANGLES_FORMAT, formation_changed
 from swan_jax.runs.io import json_default, write_text_atomic
 from swan_jax.settings import HINT, Hint, HintedError
 from swan_jax.train._config import TrainConfig
@@ -42,7 +43,15 @@ class CheckpointConflict(HintedError, ValueError):
 #   1: checkpoints carrying no number; they hashed `cfg.identity()`, and for a while that
 #      identity held `shard_runs` (placement, since taken out of it): both forms resume.
 #   2: `cfg.identity()`, placement out; the number written.
-FINGERPRINT_FORMAT = 2
+#   3: as 2, hashed alike, by code that forms Phi's and Psi's weights from the triangles
+#      of V, Z (`swan_jax.models.formation.TRIANGLES_FORMAT`). A checkpoint of format 1
+#      or 2 holds parameters that formed V - V^T, Z + Z^T from the full raw matrices: it
+#      resumes only a program whose model reads them as before (no SWAN block, or adgn's
+#      alone: `formation_changed` of the parameters `train`'s init built and the blocks
+#      its module declares, `plain_phis`, read in the init's trace: a sweep's program or
+#      any `train()` call's alike, nothing to pass); any other is refused in one line
+#      (`restore`): its optimiser moments belong to the old parametrisation too.
+FINGERPRINT_FORMAT = 3
 UNNUMBERED_FORMAT = 1  # what a checkpoint without `fingerprint_format` was written as
 
 
@@ -65,7 +74,7 @@ def accepted_fingerprints(cfg: TrainConfig, runs, extra: Mapping[str, Any] | Non
     """Per fingerprint format, the fingerprints a checkpoint of that format may carry to
     resume this program; `FINGERPRINT_FORMAT`'s first is the one written."""
     now = fingerprint(cfg, runs, extra)
-    return {FINGERPRINT_FORMAT: (now,),
+    return {FINGERPRINT_FORMAT: (now,), 2: (now,),
             UNNUMBERED_FORMAT: (now, fingerprint(cfg, runs, extra,
                                                  also={"shard_runs": cfg.shard_runs}))}
 
@@ -104,8 +113,13 @@ class ProgramFolder:
             raise CheckpointConflict(f"{self.path} already holds checkpoints: {HINT}, or "
                                      f"choose another directory", CONTINUE)
 
-    def restore(self, state: RunState) -> tuple[RunState, dict[str, Any]] | None:
-        """The newest checkpoint's state and metadata, when resuming and there is one."""
+    def restore(self, state: RunState, phis: Sequence[bool]
+                ) -> tuple[RunState, dict[str, Any]] | None:
+        """The newest checkpoint's state and metadata, when resuming and there is one.
+
+        `state`: the program's initial state; `phis`: its model's `plain_phis`. They
+        decide whether a checkpoint of the old formation resumes (`FINGERPRINT_FORMAT`).
+        """
         if not self.cfg.resume or self.store is None or self.latest_epoch() is None:
             return None
         device, meta = self.store.restore(state.device_part())
@@ -120,6 +134,12 @@ class ProgramFolder:
                                      f"configuration (fingerprint {meta['fingerprint']} != "
                                      f"{self.fingerprint}); use a fresh directory or {HINT}",
                                      DROP_RESUME)
+        if written < TRIANGLES_FORMAT and formation_changed(phis, state.params):
+            raise CheckpointConflict(f"checkpoint in {self.path} was trained by {OLD}; "
+                                     f"today's forms them from their triangles, so its "
+                                     f"parameters are another model: finish it with "
+                                     f"swan-jax 0.1.0, or start it again in a fresh "
+                                     f"directory or {HINT}", DROP_RESUME)
         return state.with_parts(device, meta), meta
 
     def describe(self, runs: Sequence[tuple[Mapping[str, Any], int]], num_params: int,

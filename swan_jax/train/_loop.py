@@ -24,6 +24,7 @@ import numpy as np
 import optax
 
 from swan_jax.data.batching import budget_for, eval_batch_size, iterate_batches
+from swan_jax.models.formation import plain_phis
 from swan_jax.pytrees import tree_bytes, tree_size
 from swan_jax.runs.interrupts import held
 from swan_jax.settings import SettingError
@@ -109,6 +110,9 @@ class _Program:
         # `choose_pipeline`'s DevicePipeline or HostPipeline, after the memory check
         # (`_initial_state`); None before
         self.pipeline: Any = None
+        # `plain_phis` of the model as the init's trace built it (`_initial_state`):
+        # whether a checkpoint of an older formation resumes (`ProgramFolder.restore`)
+        self.phis: tuple[bool, ...] = ()
 
     def _evaluation_batches(self) -> dict[str, Any]:
         """Evaluation's batch size (`eval_batch_size`: no split pads a whole training
@@ -181,13 +185,15 @@ def _initial_state(prog: _Program) -> tuple[RunState, int]:
     cfg, seeds = prog.cfg, [s for _, s in prog.runs]
     read: set[str] = set()  # the grid keys the model reads while it is initialised
     outputs: list = []  # the model's output shape, from the same trace
-    init, init_args = init_program(lambda hp: prog.model_fn(_Reads(hp, read)), cfg,
-                                   prog.example.graph, seeds, prog.hp, outputs=outputs)
+    phis: list = []  # ... and its SWAN blocks' `plain_phi` (booleans, no tracer kept)
+    init, init_args = init_program(lambda hp: _noted(phis, prog.model_fn(_Reads(hp, read))),
+                                   cfg, prog.example.graph, seeds, prog.hp, outputs=outputs)
     with not_taken(prog.example.graph):  # an encoder of another feature width: one line
         shapes = jax.eval_shape(init, *init_args)  # traced once: the call below reuses it
     target, _ = batch_targets(prog.example, cfg.task_level, split_mask=prog.split_mask)
     check_widths(cfg.loss, cfg.task_level, outputs[0], tuple(np.shape(target)))
     _check_grid_keys_read(prog, shapes[0], read)
+    prog.phis = phis[0]
     num_params = tree_size(shapes[0]) // len(seeds)
     if cfg.max_params is not None and num_params > cfg.max_params and not cfg.allow_more_params:
         raise ValueError(f"the model has {num_params:,} parameters, over the budget of "
@@ -256,6 +262,11 @@ class _Reads(Mapping):
         return len(self._hp)
 
 
+def _noted(phis: list, module: Any) -> Any:
+    phis.append(plain_phis(module))
+    return module
+
+
 def _flatten_reads(reads: _Reads):
     """A model that maps over its hp as a pytree reads every key (a plain dict back)."""
     reads._read.update(reads._hp)
@@ -317,13 +328,13 @@ def _check_metric(prog: _Program, params) -> None:
     check_output(metric, pred, np.asarray(target), np.asarray(mask))
 
 
-def _resume(folder: ProgramFolder, state: RunState, log: _Log, pipeline
-            ) -> tuple[RunState, int]:
+def _resume(folder: ProgramFolder, state: RunState, log: _Log, pipeline,
+            phis: tuple[bool, ...]) -> tuple[RunState, int]:
     """The newest checkpoint's state and its epoch count (0 and `state` without one). The
     splits' metric denominators come back too, so that a fused run's first block needs no
     evaluation to learn them (`EpochBlocks._best_numerators`): one compilation fewer, and
     the very denominators the uninterrupted run used."""
-    restored = folder.restore(state)
+    restored = folder.restore(state, phis)
     if restored is None:
         return state, 0
     state, meta = restored
@@ -573,7 +584,7 @@ def train(
     folder.check_fresh()
     state, num_params = _initial_state(prog)
     log = _Log()
-    state, start_epoch = _resume(folder, state, log, prog.pipeline)
+    state, start_epoch = _resume(folder, state, log, prog.pipeline, prog.phis)
     folder.describe(prog.runs, num_params, describe)
     folder.write_history(log.history, log.timings)
     state = dataclasses.replace(state, **prog.place.state(state.device_part()))
