@@ -72,6 +72,28 @@ def test_a_signal_put_off_in_jax_is_delivered_when_the_block_ends():
         pass  # nothing pending: a quiet end
 
 
+def test_in_a_submitit_job_sigterm_stays_submitits(monkeypatch):
+    """SLURM preempts a job with SIGTERM, then the requeue signal; submitit ignores the
+    first so that its handler of the second can requeue. Ours leaves it there."""
+    from swan_jax.experiments import signals
+
+    def submitit_bypass(signum, frame):  # stands in for submitit's handler
+        pass
+
+    previous = signal.signal(signal.SIGTERM, submitit_bypass)
+    try:
+        monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
+        with signals.interrupts_like_ctrl_c(lambda: "stuck", grace=60.0):
+            assert signal.getsignal(signal.SIGTERM) is submitit_bypass
+            assert signal.getsignal(signal.SIGINT) is signals._handler
+        monkeypatch.delenv("SUBMITIT_EXECUTOR")
+        with signals.interrupts_like_ctrl_c(lambda: "stuck", grace=60.0):
+            assert signal.getsignal(signal.SIGTERM) is signals._handler
+        assert signal.getsignal(signal.SIGTERM) is submitit_bypass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _interrupt_at(argv: list[str], line: str, sig: int) -> subprocess.CompletedProcess:
     """Run `argv`, send `sig` when stderr shows a line containing `line`; its end."""
     child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, text=True,

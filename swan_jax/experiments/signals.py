@@ -35,6 +35,15 @@ from collections.abc import Callable, Iterator
 from swan_jax.runs import interrupts
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+# In a submitit job SLURM's preemption sends SIGTERM, then the requeue signal: submitit
+# ignores SIGTERM so that its requeue handler can checkpoint and resubmit the job, and a
+# handler of ours there raced it (a preempted job failed instead of requeueing).
+SUBMITIT_JOB = "SUBMITIT_EXECUTOR"  # set in the environment of a submitit job
+
+
+def handled_signals() -> tuple[int, ...]:
+    """What `interrupts_like_ctrl_c` handles: SIGINT, and SIGTERM outside a submitit job."""
+    return (signal.SIGINT,) if os.environ.get(SUBMITIT_JOB) else HANDLED
 RESEND = 0.1  # seconds between the tries of a signal put off inside JAX
 DEFERRED_IN = ("jax", "jaxlib")  # top-level packages whose code a signal waits out
 
@@ -93,7 +102,7 @@ def _handler(signum: int, frame) -> None:
 
 
 def _watch(read_fd: int, grace: float, stuck_message: Callable[[], str],
-           stop: threading.Event) -> None:
+           stop: threading.Event, handled: tuple[int, ...] = HANDLED) -> None:
     """Wait for a signal byte; give the main thread `grace` seconds to act on it."""
     while not stop.is_set():
         try:
@@ -102,7 +111,7 @@ def _watch(read_fd: int, grace: float, stuck_message: Callable[[], str],
             return
         if not data or stop.is_set():
             return
-        signum = next((b for b in data if b in HANDLED), None)
+        signum = next((b for b in data if b in handled), None)
         if signum is None:
             continue
         while not _state.handled.wait(grace) and not stop.is_set():
@@ -131,10 +140,12 @@ def interrupts_like_ctrl_c(stuck_message: Callable[[], str], *, grace: float = 5
     _state.signum, _state.handled, _state.active = None, threading.Event(), True
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    previous = {s: signal.signal(s, _handler) for s in HANDLED}
+    handled = handled_signals()
+    previous = {s: signal.signal(s, _handler) for s in handled}
     old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch, args=(read_fd, grace, stuck_message, stop),
+    watcher = threading.Thread(target=_watch, args=(read_fd, grace, stuck_message, stop,
+                                                    handled),
                                name="swan-interrupt-watchdog", daemon=True)
     watcher.start()
     try:

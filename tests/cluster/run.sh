@@ -31,7 +31,9 @@ stop() {
         kill -9 "$pid" 2>/dev/null || true
     done
     if [ "$code" -ne 0 ]; then
-        for log in "$TMP"/*.log; do [ -f "$log" ] && { echo "== $log"; tail -n 20 "$log"; }; done
+        for log in "$TMP"/*.log "$TMP"/work/*/work/*/submitit/*_log.*; do
+            [ -f "$log" ] && { echo "== $log"; tail -n 20 "$log"; }
+        done
     fi
     rm -rf "$TMP"
     exit "$code"
