@@ -16,6 +16,7 @@ Training writes `<arm>__<cell>/` (results.json, config.toml, table.md) beside th
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import statistics
@@ -56,7 +57,7 @@ def train(arm: str, cell: str, cache: Path) -> None:
     with tempfile.TemporaryDirectory() as code:
         archive = subprocess.run(["git", "archive", commit, "swan_jax"], cwd=ROOT,
                                  capture_output=True, check=True).stdout
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(code, filter="data")
         env = {**os.environ, "PYTHONPATH": code}
         subprocess.run([sys.executable, "-m", "swan_jax.experiments.transfer", *COMMON,

@@ -52,6 +52,7 @@ class CheckpointConflict(HintedError, ValueError):
 #      any `train()` call's alike, nothing to pass); any other is refused in one line
 #      (`restore`): its optimiser moments belong to the old parametrisation too.
 FINGERPRINT_FORMAT = 3
+NUMBERED_FORMAT = 2  # the first written with its number (hashed as today)
 UNNUMBERED_FORMAT = 1  # what a checkpoint without `fingerprint_format` was written as
 
 
@@ -74,7 +75,7 @@ def accepted_fingerprints(cfg: TrainConfig, runs, extra: Mapping[str, Any] | Non
     """Per fingerprint format, the fingerprints a checkpoint of that format may carry to
     resume this program; `FINGERPRINT_FORMAT`'s first is the one written."""
     now = fingerprint(cfg, runs, extra)
-    return {FINGERPRINT_FORMAT: (now,), 2: (now,),
+    return {FINGERPRINT_FORMAT: (now,), NUMBERED_FORMAT: (now,),
             UNNUMBERED_FORMAT: (now, fingerprint(cfg, runs, extra,
                                                  also={"shard_runs": cfg.shard_runs}))}
 
