@@ -28,8 +28,8 @@ device call (`swan_jax.train.MIN_FUSED_EPOCHS`) gives the epoch's wall time that
 hidden 20, 10 layers, one seed; train + validation + test) of a lone run and, per run,
 of 8-run programs: 8 epsilons, and 4 epsilons x both adjacencies (the adjacency batched
 across runs), each in the layout the device chooses (`_run_blocks.by_device`; the
-layout before, all runs vmapped at once, is measured in BENCHMARKS.md "A grid on a
-CPU"). Wall and CPU seconds, medians of `--repeat` rounds that alternate the programs.
+layout before, all runs vmapped at once, is measured in docs/benchmarks-log.md, "A grid
+on a CPU"). Wall and CPU seconds, medians of `--repeat` rounds that alternate the programs.
 With `--authors-python` (a Python with torch and torch_geometric; torch is not a
 dependency here) and `--ref` (a gravins/SWAN checkout), the authors' epoch on the same
 splits is one more program of every round: `benchmarks.reference_pytorch
@@ -286,7 +286,7 @@ def anatomy(name: str, quick: bool, epochs: int, repeat: int) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    """The markdown table of a results file (BENCHMARKS.md quotes it)."""
+    """The markdown table of a results file (docs/benchmarks-log.md quotes it)."""
     rows = ["| workload | pipeline | epoch s | host building s | copies s | device steps s | "
             "evaluation s | checkpoint s | device busy |", "|---|---|---|---|---|---|---|---|---|"]
     fmt = lambda v: "" if v is None else f"{v:.3g}"  # noqa: E731

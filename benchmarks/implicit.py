@@ -3,9 +3,9 @@ transfer line/3 (4 nodes per graph, batches of 4 graphs: 64 padded rows), by wid
 
 The ODE state of a batch is `64 * width` numbers; `solvers.MAX_IMPLICIT_STATE` is the
 largest that trains an epoch (8 training graphs, 4 + 4 evaluated) in about 30 s on the
-2-core CPU (BENCHMARKS.md, "Implicit solvers on a CPU"). Each point is one command-line
-run of 3 epochs (its first epoch includes the compile, which `seconds_per_epoch` leaves
-out); run with `python -m benchmarks.implicit [--quick]`.
+2-core CPU (docs/benchmarks-log.md, "Implicit solvers on a CPU"). Each point is one
+command-line run of 3 epochs (its first epoch includes the compile, which
+`seconds_per_epoch` leaves out); run with `python -m benchmarks.implicit [--quick]`.
 """
 
 from __future__ import annotations

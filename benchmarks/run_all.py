@@ -1,6 +1,6 @@
 """Run every benchmark, write `benchmarks/results/*.json`, one figure, and the table in
 `BENCHMARKS.md` (between its `bench:begin` / `bench:end` markers; the text around them,
-such as the profile notes, is kept).
+such as the current figures, is kept).
 
     python -m benchmarks.run_all            # all five (`make bench`)
     python -m benchmarks.run_all --quick    # fewer repeats and sizes, for a look

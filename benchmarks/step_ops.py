@@ -1,11 +1,11 @@
 """Step operations: what one training step of the device pipeline compiles to, counted.
 
-The H200 profile of SWAN-learn's Peptides-func epoch (BENCHMARKS.md, 2026-11-28) found
-the device busy 20% of the epoch, in about 775 small operations per step: the epoch is
-bound by launches and host round trips, not by arithmetic. The number of operations a
-step compiles to is then the figure to cut, and it can be counted on any machine: this
-tool lowers and compiles the device pipeline's scanned training call (the jitted
-`lax.scan` over a chunk of steps that `DevicePipeline.train_epoch` runs) for a
+The H200 profile of SWAN-learn's Peptides-func epoch (docs/benchmarks-log.md, "Lease of
+2026-11-28") found the device busy 20% of the epoch, in about 775 small operations per
+step: the epoch is bound by launches and host round trips, not by arithmetic. The number
+of operations a step compiles to is then the figure to cut, and it can be counted on any
+machine: this tool lowers and compiles the device pipeline's scanned training call (the
+jitted `lax.scan` over a chunk of steps that `DevicePipeline.train_epoch` runs) for a
 Peptides-func-shaped program (batch 64, d 128, 5 Euler layers, the atom encoder, SWAN and
 SWAN-learn), reads the optimised HLO, and counts per step (the scan's body and all it
 calls, each nested loop's body once):

@@ -8,7 +8,7 @@
 #
 # Variants (VARIANTS, space-separated, in order; default "fused commandbuffers"):
 #   fused           the default: several epochs per device call (one per call before:
-#                   183 s on the H200, BENCHMARKS.md "Several epochs per device call")
+#                   183 s on the H200, docs/benchmarks-log.md, "Several epochs per device call")
 #   commandbuffers  fused, with XLA:GPU recording while loops and conditionals into CUDA
 #                   graphs too (--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL): is an
 #                   11 ms epoch kernel launches?

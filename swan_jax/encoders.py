@@ -79,9 +79,9 @@ def embedding_sum(tables: Sequence[Array], codes: Array, *,
     - `backward="dense"` (the default elsewhere): `C^T g` with `C [N, sum V_i]` the 0/1
       matrix of the codes' rows, one product at full float32 precision. A GPU's
       scatter-add accumulates with atomics into a few rows (most atoms are carbon): the
-      H200 profile found the nine of them 20% of SWAN-learn's kernel time (BENCHMARKS.md,
-      "Operations per training step"; `python -m benchmarks.device_profile --only
-      peptides-learn`).
+      H200 profile found the nine of them 20% of SWAN-learn's kernel time
+      (docs/benchmarks-log.md, "Operations per training step"; `python -m
+      benchmarks.device_profile --only peptides-learn`).
       The product sums a row's terms in another order (the matmul's), so a gradient
       moves by float32 rounding; a GPU's atomics had no fixed order either.
     """

@@ -66,7 +66,7 @@ FIXED_STEP_SOLVERS: dict[str, Callable[[], Solver]] = {
 # reuses it across a step. On transfer line/3 (64 padded rows, 3 layers, kvaerno5) the
 # reused Jacobian made the root finds fail and the controller reject half the steps (37
 # steps, 18 rejected; Newton + GMRES: 3 steps, none rejected) and the forward solve went
-# 30x faster (BENCHMARKS.md, "Implicit solvers on a CPU"). Its tolerances only steer
+# 30x faster (docs/benchmarks-log.md, "Implicit solvers on a CPU"). Its tolerances only steer
 # each Newton step; Newton's own (`rtol`, `atol`: the controller's) decide convergence.
 KRYLOV = lx.GMRES(rtol=1e-4, atol=1e-8, restart=20, stagnation_iters=20, max_steps=100)
 
@@ -93,8 +93,8 @@ DEFAULT_MAX_STEPS = 4096
 # (transfer k = 10) layers, which leaves the scan no residuals to stack. Transfer line
 # k = 10 at the CPU protocol (2 seeds, 40 epochs, interleaved runs on the 2-core CPU):
 # 0.282-0.298 s per epoch, 0.93-0.98x of the epoch at 8, compiles included in the same
-# wall time, the test MSE the same (BENCHMARKS.md, "Device-bound training and the epoch
-# anatomy"; measured by `python -m benchmarks.epoch_anatomy --only transfer-cpu`).
+# wall time, the test MSE the same (docs/benchmarks-log.md, "Device-bound training and
+# the epoch anatomy"; measured by `python -m benchmarks.epoch_anatomy --only transfer-cpu`).
 MAX_UNROLL = 10
 ERROR_PREFIX = "swan_jax.solve: "  # marks our run-time messages inside JAX's error text
 
@@ -141,10 +141,10 @@ DEFAULT_INTEGRATOR = IntegratorConfig()
 # function theorem with a dense solve, the `[n, n]` Jacobian of the whole state (`N * d`
 # numbers per run) built by `n` evaluations of the field and factorised at `n**3 / 3`
 # flops, at every stage of every step (diffrax exposes no other). The cap is the largest
-# state whose training epoch stays usable on a 2-core CPU (BENCHMARKS.md, "Implicit
-# solvers on a CPU", measured by `python -m benchmarks.implicit`): transfer line/3 at the
-# default width (64 padded rows x 64 channels); a batch of 64 transfer graphs asked for
-# hundreds of GB and never finished an epoch.
+# state whose training epoch stays usable on a 2-core CPU (docs/benchmarks-log.md,
+# "Implicit solvers on a CPU", measured by `python -m benchmarks.implicit`): transfer
+# line/3 at the default width (64 padded rows x 64 channels); a batch of 64 transfer
+# graphs asked for hundreds of GB and never finished an epoch.
 MAX_IMPLICIT_STATE = 4096
 
 

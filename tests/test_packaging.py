@@ -74,6 +74,29 @@ def test_every_cited_conventions_section_exists():
     assert not missing, f"cited sections absent from docs/conventions.md: {missing}"
 
 
+BENCHMARKS_LOG = ROOT / "docs" / "benchmarks-log.md"
+# A citation names the log, then a section in double quotes (the code's comments and
+# docstrings, e.g. swan_jax/solvers.py); the quoted words, across a comment's line break,
+# are part of one of the log's section headings.
+LOG_CITATION = re.compile(r'docs/benchmarks-log\.md,?\s+(?:#\s+)?\(?"([^"]+)"')
+
+
+def test_every_cited_benchmarks_log_section_exists():
+    headings = re.findall(r"^## (.+)$", BENCHMARKS_LOG.read_text(), re.MULTILINE)
+    cited = {}
+    for path in [*CITING_FILES, *ROOT.glob("benchmarks/*.sh")]:
+        text = path.read_text()
+        # The sections moved from BENCHMARKS.md to the log: no citation names them there.
+        assert not re.search(r'BENCHMARKS\.md,? \(?"', text), f"{path}: cites BENCHMARKS.md"
+        for section in LOG_CITATION.findall(text):
+            words = " ".join(re.sub(r"^\s*#", "", line) for line in section.splitlines())
+            cited.setdefault(" ".join(words.split()), path.relative_to(ROOT))
+    assert "A grid on a CPU" in cited  # the pattern finds citations at all
+    missing = {section: str(path) for section, path in cited.items()
+               if not any(section in heading for heading in headings)}
+    assert not missing, f"cited sections absent from docs/benchmarks-log.md: {missing}"
+
+
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -84,7 +107,7 @@ def _dated_lines(paths) -> list[str]:
 
 def test_the_package_holds_no_dated_fact():
     """No date in swan_jax/: compatibility goes by format numbers (a checkpoint's
-    `fingerprint_format`), and a timing behind a constant lives in BENCHMARKS.md with the
-    benchmark that measures it named beside the constant."""
+    `fingerprint_format`), and a timing behind a constant lives in docs/benchmarks-log.md
+    with the benchmark that measures it named beside the constant."""
     assert _dated_lines(sorted(ROOT.glob("swan_jax/**/*.py"))) == []
     assert DATE.search('if as_written_before == "2026-11-28":')

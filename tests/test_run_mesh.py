@@ -35,12 +35,12 @@ def test_four_devices_hold_the_runs_and_train_them_like_one(report):
     single, sharded = report["single"], report["sharded"]
     assert report["devices"] == 4
     assert single["param_devices"] == [1] and sharded["param_devices"] == [4]
-    # Vmapping every run at once, one device and four agree to float32 rounding, not bit
-    # for bit: on XLA:CPU a run's numbers follow the width of the vmapped program it sits
-    # in (8 runs here, 2 per device there; `python -m benchmarks.run_width_bits` shows it
-    # on a toy model), and the partitioned program simplifies Adam's bias correction
-    # otherwise (BENCHMARKS.md, "the runs axis on XLA:CPU"). What sharding must not do
-    # is mix runs: device 0's runs are the same bits whatever the other devices train.
+    # Vmapping every run at once, one device and four agree to float32 rounding, not bit for
+    # bit: on XLA:CPU a run's numbers follow the width of the vmapped program it sits in (8
+    # runs here, 2 per device there; `python -m benchmarks.run_width_bits` shows it on a toy
+    # model), and the partitioned program simplifies Adam's bias correction otherwise
+    # (docs/benchmarks-log.md, "the runs axis on XLA:CPU"). What sharding must not do is mix
+    # runs: device 0's runs are the same bits whatever the other devices train.
     changed = report["others_changed"]["history"]
     for a, b in zip(sharded["history"], changed, strict=True):
         for key in ("train_loss", "val", "test"):

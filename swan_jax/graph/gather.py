@@ -47,10 +47,10 @@ Linear = Callable[[Any], Any]  # a linear map of arrays (or of a tuple of arrays
 # 2 GFLOP/s. At GraphProp's K = 14 the unrolled kernels, with the transposes stored before
 # they are concatenated (`STORE_TRANSPOSES_FROM`), took a 3-step training epoch (2 seeds,
 # hidden 20, 10 layers) from 1.03-1.16 s to 0.78-0.87 s and a validation pass from 0.21 s
-# to 0.15 s, for 8 s more compile (2-core CPU, interleaved runs: BENCHMARKS.md, "Device-bound
-# training and the epoch anatomy"; measured by `python -m benchmarks.epoch_anatomy --only
-# graphprop`). Unrolled without storing, the transposes lost (1.08-1.13 s against
-# 0.98-1.00 s): see `STORE_TRANSPOSES_FROM`.
+# to 0.15 s, for 8 s more compile (2-core CPU, interleaved runs: docs/benchmarks-log.md,
+# "Device-bound training and the epoch anatomy"; measured by `python -m
+# benchmarks.epoch_anatomy --only graphprop`). Unrolled without storing, the transposes
+# lost (1.08-1.13 s against 0.98-1.00 s): see `STORE_TRANSPOSES_FROM`.
 UNROLL_SLOTS = 16
 # From this slot width on, the unrolled transposes are stored (`materialize`) before the
 # cotangent concatenation reads them: otherwise XLA fuses their K gathers into that
@@ -105,7 +105,7 @@ def opaque_identity(tree: T) -> T:
     (`_loop_identity`). The loop is not used on a GPU: a loop whose trip count is data
     reads its condition back to the host at every iteration, 6-8 times per Peptides-func
     step here, and an H200 profile of SWAN-learn's epoch found the device busy 20% of it
-    (BENCHMARKS.md, "Operations per training step"; measured by `python -m
+    (docs/benchmarks-log.md, "Operations per training step"; measured by `python -m
     benchmarks.device_profile --only peptides-learn`, the loops counted by `python -m
     benchmarks.step_ops`).
     """
@@ -165,7 +165,8 @@ def _segmented_scan(graph: PreparedGraph, overflow: Array,
     first pass that no run reaches: `ceil(log2)` of the longest run (a real node owns a
     few overflow rows; a batch's unused rows, all the padding node's, make one run).
     `lax.associative_scan` took 2 log2(O) levels of small kernels whatever the runs,
-    about a quarter of a GraphProp training step on the 2-core CPU (BENCHMARKS.md). The
+    about a quarter of a GraphProp training step on the 2-core CPU (docs/benchmarks-log.md,
+    "Device-bound training and the epoch anatomy"). The
     loop's output is stored, so no consumer recomputes the scan. Both give the same bits.
     """
     rows = jnp.arange(overflow.shape[0])

@@ -43,7 +43,8 @@ from swan_jax.graph.validation import check_range, validate_graphs_tuple
 
 # Work of an overflow row beyond its K slots (the segmented scan that sums it into its
 # node's row), in slots; used when a slot width is chosen from the degrees. Measured on a
-# GraphProp batch (15k nodes, degrees 1-33, hidden 20; BENCHMARKS.md "GraphProp"): a step's
+# GraphProp batch (15k nodes, degrees 1-33, hidden 20; docs/benchmarks-log.md,
+# "Device-bound training and the epoch anatomy", GraphProp's slow CPU steps): a step's
 # CPU time fits `a + b (K (N + O) + 32 O)` within 3% for K = 1, 4, 8, 16, 33.
 OVERFLOW_ROW_COST = 32.0
 MAX_SLOT_WIDTH = 64

@@ -7,13 +7,14 @@ after another; without `B`, the layout is chosen per device (`by_device`): on a 
 program whose runs share a batch of at least `CPU_ONE_AT_A_TIME_BYTES` computes its runs
 one at a time (`B` = 1), elsewhere all at once. On the 2-core CPU a GraphProp program of
 8 vmapped runs cost 1.16-1.18x a lone run per run in CPU time, in blocks of 2 0.99x, one
-at a time 0.90x (BENCHMARKS.md "A grid on a CPU"): the 8 runs' activations (`[8, N, d]`
-per array, 9.5 MB at GraphProp's batch) leave the caches a lone run's fit. Each run is
-then the lone run's width-1 program: its numbers are the lone run's (GraphProp's 8 runs,
-2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam entry, as XLA simplifies
-a division inside the loop otherwise), where all vmapped they differ from it by the
-width's rounding (XLA folds the product of the shared operand with every run's weights
-into one matrix product whose blocking follows its size: `benchmarks/run_width_bits.py`).
+at a time 0.90x (docs/benchmarks-log.md, "A grid on a CPU"): the 8 runs' activations
+(`[8, N, d]` per array, 9.5 MB at GraphProp's batch) leave the caches a lone run's fit.
+Each run is then the lone run's width-1 program: its numbers are the lone run's
+(GraphProp's 8 runs, 2 epochs: bit for bit; the tests' toy model: 1 ulp in one Adam
+entry, as XLA simplifies a division inside the loop otherwise), where all vmapped they
+differ from it by the width's rounding (XLA folds the product of the shared operand with
+every run's weights into one matrix product whose blocking follows its size:
+`benchmarks/run_width_bits.py`).
 
 The training loop uses the device's layout alone (`Placement.over_runs`; with
 `shard_runs` inside each device's share); an explicit `B` is for callers that compare

@@ -10,9 +10,9 @@ are the same bits whatever the other devices train.
 They are not one device's bits: they agree to float32 rounding. On XLA:CPU a run's
 numbers follow the width of the vmapped program it sits in (`R` runs on one device,
 `R / D` on each of `D`: `benchmarks/run_width_bits.py`), and the partitioned program may
-simplify Adam's bias correction otherwise (BENCHMARKS.md, "the runs axis on XLA:CPU").
-What sharding must not do, mix runs, it does not: a device's runs are the same bits
-whatever the other devices train (`tests/test_run_mesh.py`, 4 simulated CPU devices).
+simplify Adam's bias correction otherwise (docs/benchmarks-log.md, "the runs axis on
+XLA:CPU"). What sharding must not do, mix runs, it does not: a device's runs are the same
+bits whatever the other devices train (`tests/test_run_mesh.py`, 4 simulated CPU devices).
 
 Across processes (after `jax.distributed.initialize()`), `jax.devices()` lists every
 host's devices: the same program then holds on each process its own devices' runs. What

@@ -64,8 +64,8 @@ def all_finite(tree) -> jax.Array:
     """Whether every value of `tree` is finite.
 
     On a GPU one reduction over all leaves joined (one per leaf was 23 reductions per
-    SWAN-learn step, each its own kernel: BENCHMARKS.md, "Operations per training step",
-    counted by `python -m benchmarks.step_ops`).
+    SWAN-learn step, each its own kernel: docs/benchmarks-log.md, "Operations per training
+    step", counted by `python -m benchmarks.step_ops`).
     On a CPU one per leaf, as before: joined, XLA fuses the gradients' producers otherwise,
     and the trained numbers moved in their last bits (measured on Peptides-func).
     """
