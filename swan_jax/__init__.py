@@ -33,7 +33,7 @@ from swan_jax.models import (
 from swan_jax.settings import SettingError
 from swan_jax.solvers import ADJOINTS, SOLVERS, IntegratorConfig, SolverError, solve
 
-__version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
+__version__ = "0.2.0"  # the package's one version: pyproject.toml reads it from here
 
 # Every public name of the root, and nothing else (tests/test_public_api.py): the
 # modules `import swan_jax` loads are named too, as `dir(swan_jax)` shows them.

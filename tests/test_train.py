@@ -338,8 +338,9 @@ def test_a_checkpoint_of_the_old_formation_resumes_only_a_model_it_does_not_chan
         assert str(err.value) == (
             f"checkpoint in {tmp_path} was trained by swan-jax 0.1.0, whose field formed "
             f"V - V^T and Z + Z^T from the full raw V, Z; today's forms them from their "
-            f"triangles, so its parameters are another model: finish it with swan-jax "
-            f"0.1.0, or start it again in a fresh directory or drop resume=True")
+            f"triangles, so its parameters are another model: finish it with the "
+            f"swan-jax 0.1.0 that wrote it, or start it again in a fresh directory or "
+            f"drop resume=True")
     # Opened for analysis without its model: a baseline's as it is, a SWAN model's refused
     _rewrite_fingerprint(tmp_path / str(CheckpointStore(tmp_path).latest_epoch()), value, 2)
     if changed:

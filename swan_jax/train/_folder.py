@@ -138,8 +138,8 @@ class ProgramFolder:
         if written < TRIANGLES_FORMAT and formation_changed(phis, state.params):
             raise CheckpointConflict(f"checkpoint in {self.path} was trained by {OLD}; "
                                      f"today's forms them from their triangles, so its "
-                                     f"parameters are another model: finish it with "
-                                     f"swan-jax 0.1.0, or start it again in a fresh "
+                                     f"parameters are another model: finish it with the "
+                                     f"swan-jax 0.1.0 that wrote it, or start it again in a fresh "
                                      f"directory or {HINT}", DROP_RESUME)
         return state.with_parts(device, meta), meta
 
