@@ -1,15 +1,18 @@
-"""Figure 3's GPS epoch with flax's attention against `gpsconv.masked_attention`.
+"""Figure 3's GPS epoch with another attention against `gpsconv.masked_attention`.
 
 The authors' GPS attends over the whole batch (`swan_jax.models.gpsconv`): at line
-k = 3, 512 graphs make a `[runs, heads, 2112, 2112]` attention. With flax's
-`dot_product_attention`, autodiff's softmax VJP compiled on XLA:CPU into a row reduction
-that took 54% of the epoch (`benchmarks.device_profile`-style trace); `masked_attention`
-takes those row sums as one batched dot (`gpsconv.softmax_rows`). This benchmark builds
-the campaign cell's program twice in one process (the paper's 4 seeds), once with each
-attention, and alternates their epochs (training, then validation and test):
+k = 3, 512 graphs make a `[runs, heads, 2112, 2112]` attention. Two steps took it down:
+`softmax_rows`, a softmax VJP whose row sums are one batched dot (flax's
+`dot_product_attention`, autodiff's VJP: a row reduction that took 54% of the epoch on
+XLA:CPU), then `blocked_attention`, the attention `ATTENTION_BLOCK` query rows at a time
+(`whole_attention` writes every `[runs, heads, N, N]` array whole to memory). This
+benchmark builds the campaign cell's program twice in one process (the paper's 4 seeds),
+once with the baseline attention (`--baseline whole`, the default, or `flax`) and once
+with ours, and alternates their epochs (training, then validation and test):
 
     python -m benchmarks.gps_attention                 # line k = 3, 3 rounds
-    python -m benchmarks.gps_attention --distance 5 --rounds 5
+    python -m benchmarks.gps_attention --topology ring --distance 5 --rounds 3
+    python -m benchmarks.gps_attention --baseline flax --distance 5
 
 It prints the wall and CPU seconds per epoch of both, their ratio, and how far apart
 the two programs' evaluation outputs and parameters are after one epoch (rounding
@@ -43,8 +46,16 @@ def flax_attention(query, key, value, mask=None, dtype=None):
     return nn.dot_product_attention(query, key, value, mask=mask, dtype=dtype)
 
 
-def _program(distance: int, folder: Path):
-    cfg = dataclasses.replace(EXPERIMENT.default_config(), topologies=("line",),
+def whole_attention(query, key, value, mask=None, dtype=None):
+    """Our attention on whole score arrays (before `blocked_attention`)."""
+    return gpsconv.whole_attention(query, key, value, mask)
+
+
+BASELINES = {"whole": whole_attention, "flax": flax_attention}
+
+
+def _program(topology: str, distance: int, folder: Path):
+    cfg = dataclasses.replace(EXPERIMENT.default_config(), topologies=(topology,),
                               distances=(distance,), models=("gps",), epochs=3,
                               checkpoint_dir=str(folder), progress=False, quiet=True)
     (program,) = EXPERIMENT.plan(cfg, EXPERIMENT.cells(cfg)[:1])
@@ -69,48 +80,54 @@ def _largest_gap(a, b) -> float:
                                strict=True))
 
 
-def measure(distance: int, rounds: int) -> dict[str, Any]:
+def measure(topology: str, distance: int, rounds: int,
+            baseline: str = "whole") -> dict[str, Any]:
     """Both programs compiled (their first epochs compared), then `rounds` alternations."""
     ours = gpsconv.masked_attention
     with tempfile.TemporaryDirectory() as tmp:
-        gpsconv.masked_attention = flax_attention  # read when the program is traced
+        gpsconv.masked_attention = BASELINES[baseline]  # read when the program is traced
         try:
-            flax_prog = _program(distance, Path(tmp) / "flax")
-            first_flax = _epoch(*flax_prog)
+            base_prog = _program(topology, distance, Path(tmp) / baseline)
+            first_base = _epoch(*base_prog)
         finally:
             gpsconv.masked_attention = ours
-        our_prog = _program(distance, Path(tmp) / "ours")
+        our_prog = _program(topology, distance, Path(tmp) / "ours")
         first_ours = _epoch(*our_prog)
-        times: dict[str, list[tuple[float, float]]] = {"flax": [], "ours": []}
+        times: dict[str, list[tuple[float, float]]] = {baseline: [], "ours": []}
         for _ in range(rounds):
-            for name, prog in (("flax", flax_prog), ("ours", our_prog)):
+            for name, prog in ((baseline, base_prog), ("ours", our_prog)):
                 times[name].append(_epoch(*prog)[:2])
-    pairs = list(zip(times["flax"], times["ours"], strict=True))
-    return {"machine": machine(), "distance": distance, "runs": len(our_prog[1].stopped),
-            "seconds": times,
+    pairs = list(zip(times[baseline], times["ours"], strict=True))
+    return {"machine": machine(), "topology": topology, "distance": distance,
+            "baseline": baseline, "block": gpsconv.ATTENTION_BLOCK,
+            "runs": len(our_prog[1].stopped), "seconds": times,
             "wall_ratio": statistics.median(f[0] / o[0] for f, o in pairs),
             "cpu_ratio": statistics.median(f[1] / o[1] for f, o in pairs),
-            "first_epoch_score_gap": _largest_gap(first_flax[3], first_ours[3]),
-            "first_epoch_param_gap": _largest_gap(first_flax[2].params, first_ours[2].params)}
+            "first_epoch_score_gap": _largest_gap(first_base[3], first_ours[3]),
+            "first_epoch_param_gap": _largest_gap(first_base[2].params, first_ours[2].params)}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.gps_attention",
                                 description=__doc__.split("\n")[0])
-    p.add_argument("--distance", type=int, default=3, help="line graph distance k")
+    p.add_argument("--topology", default="line", choices=("line", "ring", "crossed-ring"))
+    p.add_argument("--distance", type=int, default=3, help="the distance k")
+    p.add_argument("--baseline", default="whole", choices=sorted(BASELINES),
+                   help="the attention ours is timed against")
     p.add_argument("--rounds", type=int, default=3, help="alternating epochs timed")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
                    "gps_attention.json")
     args = p.parse_args(argv)
     if args.distance < 1 or args.rounds < 1:
         p.error("--distance and --rounds take positive numbers")
-    result = measure(args.distance, args.rounds)
+    result = measure(args.topology, args.distance, args.rounds, args.baseline)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, default=float) + "\n")
     for name, rows in result["seconds"].items():
         print(f"{name:5s} wall {statistics.median(w for w, _ in rows):.2f} s, "
               f"CPU {statistics.median(c for _, c in rows):.2f} s per epoch")
-    print(f"flax / ours: wall {result['wall_ratio']:.2f}x, CPU {result['cpu_ratio']:.2f}x; "
+    print(f"{args.baseline} / ours: wall {result['wall_ratio']:.2f}x, "
+          f"CPU {result['cpu_ratio']:.2f}x; "
           f"after one epoch, scores differ by {result['first_epoch_score_gap']:.1e}, "
           f"parameters by {result['first_epoch_param_gap']:.1e}")
     return 0

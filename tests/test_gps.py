@@ -17,7 +17,7 @@ from swan_jax.data import positional
 from swan_jax.data.batching import budget_for, make_batch
 from swan_jax.data.dataset import GraphDataset
 from swan_jax.gps import GPSEncoder, GPSStack, GraphAttention, gps_feature_width
-from swan_jax.models import LinearEncoder, Model, NodeReadout
+from swan_jax.models import LinearEncoder, Model, NodeReadout, gpsconv
 from swan_jax.models.gpsconv import GPSConvStack, WithoutFlag, masked_attention, softmax_rows
 from tests.graphs import random_undirected
 
@@ -265,11 +265,16 @@ def _shapes(tree):
 
 @pytest.mark.parametrize("group", ["batch", "graph"])
 @pytest.mark.parametrize("prepared", [True, False])
-def test_the_authors_gps_gives_the_recorded_pyg_outputs(group, prepared):
+@pytest.mark.parametrize("block", [None, 2])
+def test_the_authors_gps_gives_the_recorded_pyg_outputs(group, prepared, block, monkeypatch):
     """PyG's `GPSConv` stack (the authors' `GPS_Model`), run once by
     `tests/make_gps_fixture.py`: its weights loaded into swan-jax's model give its
-    outputs on a padded batch, without the batch vector (the authors' call) and with it."""
+    outputs on a padded batch, without the batch vector (the authors' call) and with it;
+    `block` 2: the batch's attention in blocks of 2 query rows (`blocked_attention`)."""
     from tests.make_gps_fixture import FIXTURE, flax_params
+
+    if block is not None:
+        monkeypatch.setattr(gpsconv, "ATTENTION_BLOCK", block)
 
     recorded = dict(np.load(FIXTURE))
     state = {k[2:]: v for k, v in recorded.items() if k.startswith("w/")}
@@ -341,6 +346,34 @@ def test_the_gps_attention_is_flax_s_in_values_and_gradients(x64):
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs),
                     strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("rows", [11, 12])  # a last block padded, or none
+def test_the_blocked_attention_is_the_whole_one_in_values_and_gradients(x64, monkeypatch,
+                                                                         rows):
+    """`blocked_attention` (blocks of 4 query rows) against `whole_attention`, float64:
+    outputs and gradients in query, key and value, keys masked and padding query rows
+    wholly masked, under a vmap over runs as the campaign's programs run it; and
+    `masked_attention` takes the blocks past two of them."""
+    monkeypatch.setattr(gpsconv, "ATTENTION_BLOCK", 4)
+    keys = jax.random.split(jax.random.PRNGKey(7), 4)
+    q, k, v, g = (jax.random.normal(key, (3, 1, rows, 2, 5), jnp.float64) for key in keys)
+    real = jnp.arange(rows) < rows - 3
+    mask = nn.make_attention_mask(real[None], real[None])  # [1, 1, rows, rows]
+
+    def loss(fn):
+        one = jax.value_and_grad(lambda q, k, v, g: jnp.sum(fn(q, k, v, mask) * g), (0, 1, 2))
+        return jax.jit(jax.vmap(one))(q, k, v, g)
+
+    blocked = loss(gpsconv.blocked_attention)
+    for a, b in zip(jax.tree_util.tree_leaves(blocked),
+                    jax.tree_util.tree_leaves(loss(gpsconv.whole_attention)), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    assert "scan" in str(jax.make_jaxpr(jax.grad(
+        lambda q: jnp.sum(masked_attention(q, k[0], v[0], mask))))(q[0]))
+    monkeypatch.setattr(gpsconv, "ATTENTION_BLOCK", rows)  # one block's worth: whole
+    assert "scan" not in str(jax.make_jaxpr(jax.grad(
+        lambda q: jnp.sum(masked_attention(q, k[0], v[0], mask))))(q[0]))
 
 
 def test_the_transfer_gps_has_the_authors_parameter_count(tmp_path):

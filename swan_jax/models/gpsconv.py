@@ -150,17 +150,120 @@ def _softmax_rows_bwd(p: Array, g: Array) -> tuple[Array]:
 softmax_rows.defvjp(_softmax_rows_fwd, _softmax_rows_bwd)
 
 
+# Query rows per block of the attention past `2 * ATTENTION_BLOCK` of them
+# (`blocked_attention`); tests shrink it to run small graphs through the blocks.
+ATTENTION_BLOCK = 256
+
+
 def masked_attention(query: Array, key: Array, value: Array, mask: Array | None = None,
                      dtype: DTypeLike | None = None) -> Array:
     """`softmax(Q K^T / sqrt(D)) V`, masked keys at the dtype's minimum: flax's
-    `dot_product_attention` (no dropout, no bias) with `softmax_rows`. `query`, `key`,
-    `value` `[..., L, H, D]`, `mask` broadcastable to `[..., H, L, L]`; out `[..., L, H, D]`.
+    `dot_product_attention` (no dropout, no bias). `query`, `key`, `value`
+    `[..., L, H, D]`, `mask` broadcastable to `[..., H, L, L]`; out `[..., L, H, D]`.
+    Past `2 * ATTENTION_BLOCK` query rows, `blocked_attention`; else `whole_attention`.
     """
+    if query.shape[-3] > 2 * ATTENTION_BLOCK:
+        if mask is None:
+            mask = jnp.ones((query.shape[-3], key.shape[-3]), bool)
+        return blocked_attention(query, key, value, mask)
+    return whole_attention(query, key, value, mask)
+
+
+def whole_attention(query: Array, key: Array, value: Array,
+                    mask: Array | None = None) -> Array:
+    """`masked_attention` on whole `[..., H, L, L]` score arrays, with `softmax_rows`."""
     scale = jnp.sqrt(query.shape[-1]).astype(query.dtype)
     scores = jnp.einsum("...qhd,...khd->...hqk", query / scale, key)
     if mask is not None:
         scores = jnp.where(mask, scores, jnp.finfo(scores.dtype).min)
     return jnp.einsum("...hqk,...khd->...qhd", softmax_rows(scores), value)
+
+
+# Why blocks: XLA:CPU writes the scores, their softmax and the backward's `[..., H, L, L]`
+# arrays whole to memory (0.8 GB each for ring k = 5's 4 seeds), so the attention runs
+# at memory speed; a block of rows stays in the caches (`benchmarks/gps_attention.py`).
+# jax and flax have no such attention for a CPU (pallas's flash attention is GPU / TPU).
+@jax.custom_vjp
+def blocked_attention(query: Array, key: Array, value: Array, mask: Array) -> Array:
+    """`whole_attention`'s numbers `ATTENTION_BLOCK` query rows at a time, forward and
+    backward: per block `S = Q_b K^T / sqrt(D)` masked, `P = exp(S - m) / l` with the
+    row max `m` and sum `l` kept, `O_b = P V`; the backward recomputes `P` from `m, l`:
+    `dV += P^T G_b`, `dS = P * (G_b V^T - <G_b, O_b>)` (0 where masked),
+    `dQ_b = dS K / sqrt(D)`, `dK += dS^T Q_b / sqrt(D)`. Shapes as `masked_attention`'s;
+    `mask` (bool) is needed."""
+    return _blocked_fwd(query, key, value, mask)[0]
+
+
+def _blocks(x: Array, axis: int, fill: Any = 0) -> Array:
+    """`x` with `axis` (of length L) padded with `fill` to whole blocks, split into
+    `[blocks, ..., ATTENTION_BLOCK, ...]` (the blocks axis first)."""
+    n = x.shape[axis]
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, -n % ATTENTION_BLOCK)
+    x = jnp.pad(x, pad, constant_values=fill)
+    axis %= x.ndim
+    x = x.reshape(x.shape[:axis] + (-1, ATTENTION_BLOCK) + x.shape[axis + 1:])
+    return jnp.moveaxis(x, axis, 0)
+
+
+def _unblock(x: Array, axis: int, n: int) -> Array:
+    """`_blocks`'s inverse: `[blocks, ..., B, ...]` back to `n` rows on `axis`."""
+    x = jnp.moveaxis(x, 0, axis - 1 if axis < 0 else axis)
+    axis = axis % (x.ndim - 1)
+    x = x.reshape(x.shape[:axis] + (-1,) + x.shape[axis + 2:])
+    return jax.lax.slice_in_dim(x, 0, n, axis=axis)
+
+
+def _masked_scores(q_block: Array, key: Array, m_block: Array) -> Array:
+    scale = jnp.sqrt(q_block.shape[-1]).astype(q_block.dtype)
+    scores = jnp.einsum("...qhd,...khd->...hqk", q_block / scale, key)
+    return jnp.where(m_block, scores, jnp.finfo(scores.dtype).min)
+
+
+def _mask_rows(mask: Array, query: Array, key: Array) -> Array:
+    """`mask` as `[..., H or 1, Lq, Lk]` of the query's rank (its rows sliced per block)."""
+    mask = jnp.reshape(mask, (1,) * (query.ndim - mask.ndim) + mask.shape)
+    return jnp.broadcast_to(mask, mask.shape[:-2] + (query.shape[-3], key.shape[-3]))
+
+
+def _blocked_fwd(query: Array, key: Array, value: Array, mask: Array):
+    mask = _mask_rows(mask, query, key)
+
+    def block(args: tuple[Array, Array]) -> tuple[Array, Array, Array]:
+        scores = _masked_scores(args[0], key, args[1])
+        top = scores.max(-1, keepdims=True)
+        e = jnp.exp(scores - top)
+        total = e.sum(-1, keepdims=True)
+        return jnp.einsum("...hqk,...khd->...qhd", e / total, value), top, total
+
+    out, top, total = jax.lax.map(block, (_blocks(query, -3), _blocks(mask, -2, False)))
+    out = _unblock(out, -3, query.shape[-3])
+    return out, (query, key, value, mask, out, top, total)
+
+
+def _blocked_bwd(residuals, g: Array):
+    query, key, value, mask, out, top, total = residuals
+    scale = jnp.sqrt(query.shape[-1]).astype(query.dtype)
+    rows = jnp.einsum("...qhd,...qhd->...hq", g, out)[..., None]  # <G, O> per query row
+
+    def block(carry: tuple[Array, Array], xs):
+        d_key, d_value = carry
+        q_b, g_b, m_b, top_b, total_b, rows_b = xs
+        p = jnp.exp(_masked_scores(q_b, key, m_b) - top_b) / total_b
+        d_value = d_value + jnp.einsum("...hqk,...qhd->...khd", p, g_b)
+        d_p = jnp.einsum("...qhd,...khd->...hqk", g_b, value)
+        d_s = jnp.where(m_b, p * (d_p - rows_b), 0.0) / scale
+        d_key = d_key + jnp.einsum("...hqk,...qhd->...khd", d_s, q_b)
+        return (d_key, d_value), jnp.einsum("...hqk,...khd->...qhd", d_s, key)
+
+    xs = (_blocks(query, -3), _blocks(g, -3), _blocks(mask, -2, False), top, total,
+          _blocks(rows, -2))
+    (d_key, d_value), d_query = jax.lax.scan(
+        block, (jnp.zeros_like(key), jnp.zeros_like(value)), xs)
+    return _unblock(d_query, -3, query.shape[-3]), d_key, d_value, None
+
+
+blocked_attention.defvjp(_blocked_fwd, _blocked_bwd)
 
 
 class GlobalAttention(nn.Module):
@@ -185,7 +288,9 @@ class GlobalAttention(nn.Module):
         attention = nn.MultiHeadDotProductAttention(num_heads=self.heads, name="attention",
                                                     attention_fn=masked_attention, **inits)
         if self.group == "batch":
-            out = attention(x[None], mask=nn.make_attention_mask(real[None], real[None]))[0]
+            # `[N, C]` without a batch axis of 1: with one, XLA:CPU's attention products
+            # took about twice as long (`benchmarks/gps_attention.py`)
+            out = attention(x, mask=nn.make_attention_mask(real, real))
         else:
             assert self.max_nodes is not None  # check_gpsconv
             view, valid, back = dense_view(graph, x, self.max_nodes)
