@@ -538,7 +538,7 @@ def test_explicit_fixed_steps_hold_no_host_callback():
     rng = np.random.default_rng(14)
     cfg = sj.SWANConfig(num_layers=3)
     graph = random_undirected(rng, 5)
-    params = make_params(cfg, 2)
+    params = make_params(cfg, 2, dtype=jnp.float32)  # (this test runs without x64)
     x0 = jnp.asarray(rng.normal(size=(5, 2)), jnp.float32)
 
     def lowered(solver):

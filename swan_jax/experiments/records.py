@@ -35,10 +35,12 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], mode: str = "min") -> dict
     for key, members in groups.items():
         val = np.asarray([m["val_at_best"] for m in members], float)
         test = np.asarray([m["test"] for m in members], float)
+        with np.errstate(invalid="ignore"):  # a diverged run's inf: a NaN spread, quietly
+            spread = float(np.std(val)), float(np.std(test))
         points.append({
             "hparams": json.loads(key), "val_mean": float(np.mean(val)),
-            "val_std": float(np.std(val)), "test_mean": float(np.mean(test)),
-            "test_std": float(np.std(test)), "seeds": [m["seed"] for m in members],
+            "val_std": spread[0], "test_mean": float(np.mean(test)),
+            "test_std": spread[1], "seeds": [m["seed"] for m in members],
             "epochs_run": [m["epochs_run"] for m in members],
             "diverged": [m.get("diverged", False) for m in members],
         })

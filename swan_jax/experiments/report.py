@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -149,15 +150,24 @@ def plot_against_paper(exp, cells: Sequence[Mapping[str, Any]], path: Path) -> b
     return True
 
 
+@contextlib.contextmanager
+def _nan_quiet():
+    """NumPy's nan-reductions and arithmetic without their warnings: a run that diverged
+    has epochs with no finite value, drawn as gaps, which is no news to the user."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
 def _band(ax, epochs, values, label):
     values = np.asarray(values, float)  # [epochs, runs]
-    with np.errstate(all="ignore"):
+    with _nan_quiet():
         mean = np.nanmean(values, axis=1)
+        low, high = np.nanmin(values, 1), np.nanmax(values, 1)
     line, = ax.plot(epochs, mean, label=label, marker="o" if len(epochs) < 12 else None,
                     markersize=3)
     if values.shape[1] > 1:
-        ax.fill_between(epochs, np.nanmin(values, 1), np.nanmax(values, 1),
-                        color=line.get_color(), alpha=0.15, linewidth=0)
+        ax.fill_between(epochs, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
 
 
 def _run_file(folder: Path) -> dict[str, Any]:
@@ -233,9 +243,10 @@ def curves_figure(folders: Sequence[Path], *, title: str, below: Path | None = N
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole
         ax.grid(True, alpha=0.3)
-    axes[0][0].set_yscale("log" if all(np.nanmin(np.asarray(h["train_loss"], float)) > 0
-                                       for hist in histories.values() for h in hist)
-                          else "linear")
+    with _nan_quiet():
+        positive = all(np.nanmin(np.asarray(h["train_loss"], float)) > 0
+                       for hist in histories.values() for h in hist)
+    axes[0][0].set_yscale("log" if positive else "linear")
     if len(histories) <= 12:
         axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle(next(iter(histories)) if len(histories) == 1

@@ -321,7 +321,8 @@ def plot_distances(cells: Sequence[dict], path: Path) -> bool:
         ax.set_xlabel("distance k (hops)")
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("test MSE")
-    axes[0][-1].legend(fontsize=8, loc="best")
+    if axes[0][-1].get_legend_handles_labels()[0]:  # none where every cell diverged
+        axes[0][-1].legend(fontsize=8, loc="best")
     fig.suptitle("Graph transfer: test MSE vs distance\n(squares, dashed: the authors' "
                  "Figure 3)", fontsize=10)
     fig.tight_layout()
