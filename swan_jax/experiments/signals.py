@@ -39,13 +39,13 @@ HANDLED = (signal.SIGINT, signal.SIGTERM)
 # ignores SIGTERM so that its requeue handler can checkpoint and resubmit the job, and a
 # handler of ours there raced it (a preempted job failed instead of requeueing).
 SUBMITIT_JOB = "SUBMITIT_EXECUTOR"  # set in the environment of a submitit job
+RESEND = 0.1  # seconds between the tries of a signal put off inside JAX
+DEFERRED_IN = ("jax", "jaxlib")  # top-level packages whose code a signal waits out
 
 
 def handled_signals() -> tuple[int, ...]:
     """What `interrupts_like_ctrl_c` handles: SIGINT, and SIGTERM outside a submitit job."""
     return (signal.SIGINT,) if os.environ.get(SUBMITIT_JOB) else HANDLED
-RESEND = 0.1  # seconds between the tries of a signal put off inside JAX
-DEFERRED_IN = ("jax", "jaxlib")  # top-level packages whose code a signal waits out
 
 
 class _State:

@@ -288,8 +288,9 @@ class GlobalAttention(nn.Module):
         attention = nn.MultiHeadDotProductAttention(num_heads=self.heads, name="attention",
                                                     attention_fn=masked_attention, **inits)
         if self.group == "batch":
-            # `[N, C]` without a batch axis of 1: with one, XLA:CPU's attention products
-            # took about twice as long (`benchmarks/gps_attention.py`)
+            # `[N, C]` without a batch axis of 1: with one, the blocked attention was no
+            # faster than the whole one (a ring k = 5 epoch 12.00 s against 12.03 s;
+            # docs/benchmarks-log.md, "The authors' GPS in blocks of query rows")
             out = attention(x, mask=nn.make_attention_mask(real, real))
         else:
             assert self.max_nodes is not None  # check_gpsconv
