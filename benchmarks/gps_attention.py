@@ -54,14 +54,16 @@ def whole_attention(query, key, value, mask=None, dtype=None):
 BASELINES = {"whole": whole_attention, "flax": flax_attention}
 
 
-def _program(topology: str, distance: int, folder: Path):
+def _program(topology: str, distance: int, folder: Path, **train: Any):
+    """The campaign cell's program (`open_program`), its training configuration changed
+    by `train`."""
     cfg = dataclasses.replace(EXPERIMENT.default_config(), topologies=(topology,),
                               distances=(distance,), models=("gps",), epochs=3,
                               checkpoint_dir=str(folder), progress=False, quiet=True)
     (program,) = EXPERIMENT.plan(cfg, EXPERIMENT.cells(cfg)[:1])
     splits = EXPERIMENT.load_data(cfg, program.cell)
     tcfg = dataclasses.replace(train_config(EXPERIMENT, cfg, program, None), progress=False,
-                               quiet=True)
+                               quiet=True, **train)
     return open_program(EXPERIMENT.model_fn(cfg, program.cell, program.static), splits, tcfg,
                         program.grid)
 

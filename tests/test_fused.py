@@ -5,6 +5,7 @@ wherever the blocks start and end; divergence, Ctrl-C, resume and hooks."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 import flax.linen as nn
 import jax
@@ -42,8 +43,11 @@ def _train(data, grid, per_call: int, **settings):
         return train(model_fn, data, cfg, grid)
 
 
-def _records(result) -> list[dict]:
-    return [{k: v for k, v in h.items() if k != "seconds"} for h in result.history]
+def _records(result) -> str:
+    """The history without timings, as JSON: floats written exactly (`repr`), and NaN
+    (a stopped run's skipped training loss) equal to NaN."""
+    return json.dumps([{k: v for k, v in h.items() if k != "seconds"}
+                       for h in result.history])
 
 
 def _assert_same(a, b):

@@ -124,6 +124,65 @@ def test_a_cpu_runs_a_grid_over_a_large_batch_one_run_at_a_time(monkeypatch):
         np.testing.assert_allclose(np.asarray(a)[3], np.asarray(b)[0], rtol=1e-6)
 
 
+def test_a_cpu_computes_no_stopped_run(monkeypatch):
+    """Each computed run calls the callback once; a stopped one (`active` False) gives
+    `idle`'s outputs. One at a time, stopped runs are never computed; all at once, they
+    are while more than half the runs train."""
+    calls: list[int] = []
+
+    def fn(p, x, active):
+        jax.debug.callback(lambda v: calls.append(int(v)), p[0])
+        return p * x, jnp.sum(p * x)
+
+    def idle(p, x, active):
+        return p, jnp.full(active.shape, jnp.nan)
+
+    p, x = jnp.arange(6.0).reshape(3, 2), jnp.full(2, 2.0)
+    for threshold in (1 << 20, 0):
+        monkeypatch.setattr(_run_blocks, "CPU_ONE_AT_A_TIME_BYTES", threshold)
+        f = jax.jit(_run_blocks.by_device(jax.vmap(fn, in_axes=(0, None, 0)),
+                                          (True, False, True),
+                                          stoppable=_run_blocks.Stoppable(2, idle)))
+        for active in ([True] * 3, [True, False, True], [False, False, True], [False] * 3):
+            calls.clear()
+            out, total = f(p, x, jnp.asarray(active))
+            jax.effects_barrier()
+            # vmapped, a stopped run is computed: the real step keeps its state itself
+            computed = np.asarray(active) | (threshold > 0 and sum(active) > 1)
+            assert sorted(calls) == [2 * r for r in range(3) if computed[r]]
+            np.testing.assert_array_equal(out, np.where(np.c_[computed], p * 2, p))
+            np.testing.assert_array_equal(total, np.where(computed, [2.0, 10.0, 18.0],
+                                                          np.nan))
+
+
+def test_a_stopped_run_is_skipped_and_its_loss_is_nan(monkeypatch, capsys):
+    """Runs that stop early at different epochs: skipping their steps changes no run's
+    epochs or scores (the training runs' steps are computed one at a time then: rounding
+    only); a stopped run's training loss is NaN from its stop, skipped or computed, the
+    same before; the epoch lines show the training runs' mean loss."""
+    data = splits(line_swap_dataset())
+    cfg = TrainConfig(epochs=40, batch_size=4, seeds=(0, 1), patience=3, learning_rate=3e-2,
+                      progress=False)
+    results = {}
+    for skip in (True, False):
+        monkeypatch.setattr(_run_blocks, "SKIP_STOPPED", skip)
+        capsys.readouterr()
+        results[skip] = train(model_fn, data, cfg, GRID)
+        losses = re.findall(r"^epoch \d+/\d+  loss (\S+)", capsys.readouterr().err, re.M)
+        assert len(losses) == len(results[skip].history) and "nan" not in losses
+    skipped, computed = results[True], results[False]
+    epochs = [run["epochs_run"] for run in skipped.runs]
+    assert len(set(epochs)) > 1 and max(epochs) < cfg.epochs  # they stop, not together
+    assert epochs == [run["epochs_run"] for run in computed.runs]
+    for a, b in zip(skipped.runs, computed.runs, strict=True):
+        assert a["test"] == pytest.approx(b["test"], rel=1e-5)
+    for r, stop in enumerate(epochs):
+        ours = [h["train_loss"][r] for h in skipped.history]
+        theirs = [h["train_loss"][r] for h in computed.history]
+        np.testing.assert_allclose(ours[:stop], theirs[:stop], rtol=1e-5)
+        assert np.isnan(ours[stop:] + theirs[stop:]).all()
+
+
 def test_the_model_is_traced_once_to_initialise_and_once_per_batch_shape(monkeypatch):
     """The memory check, the training step and the evaluation share one trace of the
     model (`Placement.model_apply`; here every batch has one shape), and the

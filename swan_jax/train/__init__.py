@@ -36,7 +36,7 @@ Where things are (private modules, this is the public face):
 - `_run_mesh`: the runs split over every device (`shard_runs`); `writes_files`,
   `check_divides`, `RunsDoNotDivide` for a sweep across processes.
 - `_run_blocks`: the vmapped runs in the device's layout (one at a time on a CPU over a
-  large batch, else all at once); `in_blocks`.
+  large batch, else all at once; a CPU skips stopped runs); `in_blocks`.
 """
 
 from swan_jax.pytrees import tree_size as count_params

@@ -15,7 +15,7 @@ import numpy as np
 
 from swan_jax.data.batching import Batch, iterate_batches, iterate_sharded_batches
 from swan_jax.data.dataset import GraphDataset
-from swan_jax.train._run_blocks import by_device
+from swan_jax.train._run_blocks import Stoppable, by_device
 from swan_jax.train._run_mesh import RunMesh
 from swan_jax.train._splits import split_rows
 
@@ -60,11 +60,12 @@ class Placement:
             self.replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
             self.split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
 
-    def over_runs(self, fn: Callable, runs: tuple[bool, ...]) -> Callable:
+    def over_runs(self, fn: Callable, runs: tuple[bool, ...], *,
+                  stoppable: Stoppable | None = None) -> Callable:
         """`fn`, vmapped over the runs of the arguments flagged in `runs`, in the
-        device's layout (`_run_blocks.by_device`), and with a runs mesh on each device's
-        own runs."""
-        fn = by_device(fn, runs)
+        device's layout (`_run_blocks.by_device`; `stoppable`: runs that may stop), and
+        with a runs mesh on each device's own runs."""
+        fn = by_device(fn, runs, stoppable=stoppable)
         return fn if self.runs is None else self.runs.per_device(fn, runs)
 
     def batches(self, data: GraphDataset, batch_size: int, budget, rng=None):

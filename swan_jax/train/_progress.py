@@ -12,7 +12,8 @@
   after a first line saying the epoch starts with a compilation;
 - "off": nothing (`quiet=True`, `--quiet`).
 
-Loss, validation and best values are means over the runs that have not diverged; the
+Loss, validation and best values are means over the runs that have not diverged (the
+loss over those that trained: a stopped run's loss is NaN); the
 best epoch is the latest epoch at which one of them improved (1-based, as the epoch
 count).
 
@@ -72,6 +73,13 @@ def _live(state: RunState) -> np.ndarray:
     return live if len(live) else np.arange(state.num_runs)
 
 
+def _loss(record: Mapping[str, Any], live: np.ndarray) -> str:
+    """The mean training loss of the live runs that trained this epoch (a finite loss)."""
+    losses = np.asarray(record["train_loss"], float)[live]
+    trained = losses[np.isfinite(losses)]
+    return f"{np.mean(trained):.4g}" if trained.size else "nan"
+
+
 def _named(description: str) -> str:
     """A sweep's program names itself at the end of its lines."""
     return f"  ({description})" if description != "train" else ""
@@ -86,7 +94,7 @@ def epoch_line(record: Mapping[str, Any], state: RunState, epochs: int,
     best_epoch = int(np.max(state.best_epoch[live])) + 1
     active = int(np.sum(~state.stopped))
     return (f"epoch {done}/{epochs}  "
-            f"loss {np.mean(np.asarray(record['train_loss'])[live]):.4g}  "
+            f"loss {_loss(record, live)}  "
             f"val {np.mean(np.asarray(record['val'])[live]):.4g}  "
             f"best {np.mean(state.best_metric[live]):.4g} (epoch {best_epoch})  "
             f"active {active}/{state.num_runs}  {pace:.2g} s/epoch  "
@@ -204,7 +212,7 @@ class Progress:
         assert self.bar is not None
         live = _live(state)
         left = self.epochs - int(record["epoch"]) - 1
-        self.bar.set_postfix(loss=f"{np.mean(np.asarray(record['train_loss'])[live]):.4g}",
+        self.bar.set_postfix(loss=_loss(record, live),
                              val=f"{np.mean(np.asarray(record['val'])[live]):.4g}",
                              best=f"{np.mean(state.best_metric[live]):.4g}",
                              active=int(np.sum(~state.stopped)),

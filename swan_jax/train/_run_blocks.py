@@ -16,6 +16,17 @@ differ from it by the width's rounding (XLA folds the product of the shared oper
 every run's weights into one matrix product whose blocking follows its size:
 `benchmarks/run_width_bits.py`).
 
+On a CPU stopped runs are skipped (`Stoppable`: a training step's runs stop early or
+on divergence); under a vmap a stopped run costs a training run's step (Figure 3's GPS
+cells spent 19-24% of their epochs on stopped runs). One at a time, each run's step is
+a `lax.cond` on its `active` flag. All at once, the program computes every run while
+more than half of them train, then the training ones one at a time: vmapped, Figure
+3's ring k = 5 GPS epoch of 4 runs costs 2.6x one run's alone, so with 1 of 4 stopped,
+skipping it was 0.83x as fast; with 2 stopped 1.26-1.36x, with 3 2.35-2.57x
+(`benchmarks/stopped_runs.py`; docs/benchmarks-log.md, "Stopped runs skipped on a
+CPU"). Elsewhere the runs stay vmapped: a GPU computes them in
+parallel, and a conditional there reads its predicate back to the host.
+
 The training loop uses the device's layout alone (`Placement.over_runs`; with
 `shard_runs` inside each device's share); an explicit `B` is for callers that compare
 layouts.
@@ -25,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +45,18 @@ import jax.numpy as jnp
 # (`by_device`). GraphProp's batch of 512 graphs is about 3 MB; the test suite's batches
 # and transfer's tiny graphs stay below and keep one vmapped program.
 CPU_ONE_AT_A_TIME_BYTES = 1 << 20
+# Whether a CPU skips stopped runs (`Stoppable`); False computes them, as before
+# (benchmarks compare the two).
+SKIP_STOPPED = True
+
+
+class Stoppable(NamedTuple):
+    """Runs that may stop: argument `active` of the vmapped function is each run's flag
+    `[R]` (False: stopped), and `idle(*args)` gives a stopped run's outputs without
+    computing it (a training step's: its state as it was, a NaN loss)."""
+
+    active: int
+    idle: Callable
 
 
 def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None = None) -> Callable:
@@ -47,24 +70,33 @@ def in_blocks(fn: Callable, runs: Sequence[bool], block: int | None = None) -> C
     return _blocked(fn, runs, block)
 
 
-def by_device(fn: Callable, runs: Sequence[bool]) -> Callable:
+def by_device(fn: Callable, runs: Sequence[bool], *,
+              stoppable: Stoppable | None = None) -> Callable:
     """`fn` in the layout this device computes fastest, chosen when traced: one run at a
     time on a CPU where the runs share at least `CPU_ONE_AT_A_TIME_BYTES` (see the module
-    docstring), else `fn` itself (all runs vmapped at once; a lone run always)."""
+    docstring), else `fn` itself (all runs vmapped at once; a lone run always). On a CPU,
+    with `stoppable`, stopped runs are skipped (module docstring)."""
     def chosen(*args: Any) -> Any:
         shared = sum(int(math.prod(leaf.shape)) * jnp.dtype(leaf.dtype).itemsize
                      for a, r in zip(args, runs, strict=True) if not r
                      for leaf in jax.tree_util.tree_leaves(a))
-        if (_runs_of(args, runs) > 1 and jax.default_backend() == "cpu"
-                and shared >= CPU_ONE_AT_A_TIME_BYTES):
-            return _blocked(fn, runs, 1)(*args)
+        several = _runs_of(args, runs) > 1 and jax.default_backend() == "cpu"
+        skips = stoppable if SKIP_STOPPED else None
+        if several and shared >= CPU_ONE_AT_A_TIME_BYTES:
+            return _blocked(fn, runs, 1, skips)(*args)
+        if several and skips is not None:
+            active = args[skips.active]
+            most_train = 2 * jnp.sum(active) > active.shape[0]
+            return jax.lax.cond(most_train, fn, _blocked(fn, runs, 1, skips), *args)
         return fn(*args)
 
     return chosen
 
 
-def _blocked(fn: Callable, runs: Sequence[bool], block: int) -> Callable:
-    """`in_blocks` with a block size."""
+def _blocked(fn: Callable, runs: Sequence[bool], block: int,
+             stoppable: Stoppable | None = None) -> Callable:
+    """`in_blocks` with a block size; with `stoppable`, a block whose runs have all
+    stopped gives `stoppable.idle`'s outputs (in `fn`'s dtypes) without computing."""
 
     def blocked(*args: Any) -> Any:
         count = _runs_of(args, runs)
@@ -79,12 +111,26 @@ def _blocked(fn: Callable, runs: Sequence[bool], block: int) -> Callable:
 
         def one(parts):
             it = iter(parts)
-            return fn(*(next(it) if r else a for a, r in zip(args, runs, strict=True)))
+            own = tuple(next(it) if r else a for a, r in zip(args, runs, strict=True))
+            if stoppable is None:
+                return fn(*own)
+            return jax.lax.cond(jnp.any(own[stoppable.active]), fn, _idle(fn, stoppable),
+                                *own)
 
         out = jax.lax.map(one, stacked)
         return jax.tree_util.tree_map(lambda a: a.reshape((count,) + a.shape[2:]), out)
 
     return blocked
+
+
+def _idle(fn: Callable, stoppable: Stoppable) -> Callable:
+    """`stoppable.idle` cast to `fn`'s output dtypes (both branches of a `lax.cond` must
+    agree; a loss may be float64 under x64)."""
+    def idle(*args: Any) -> Any:
+        return jax.tree_util.tree_map(lambda out, like: jnp.asarray(out, like.dtype),
+                                      stoppable.idle(*args), jax.eval_shape(fn, *args))
+
+    return idle
 
 
 def _runs_of(args: Sequence[Any], runs: Sequence[bool]) -> int:

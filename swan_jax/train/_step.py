@@ -13,6 +13,7 @@ from swan_jax.losses import get_batch_loss
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 from swan_jax.train._placement import Placement, batch_targets
+from swan_jax.train._run_blocks import Stoppable
 from swan_jax.train._splits import SPLIT_AXIS
 
 
@@ -34,7 +35,8 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
     `(params, opt_state, hp, batch, active) -> (params, opt_state, loss)`, all but `batch`
     with a leading `[runs]` axis. A stopped run
     (`active` False) or a non-finite loss or gradient leaves that run's state unchanged;
-    the loss comes back NaN for a non-finite step. `hp["learning_rate"]` may change from
+    the loss comes back NaN for a non-finite step and for a stopped run (whose step a CPU
+    skips: `_run_blocks.Stoppable`). `hp["learning_rate"]` may change from
     call to call (schedules): it is an argument, not a constant.
     """
     place = Placement(cfg.data_parallel) if place is None else place
@@ -54,10 +56,17 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         keep = active & finite  # stopped runs and non-finite steps leave the state as it was
         new_p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_p, p)
         new_o = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new_o, o)
-        return new_p, new_o, jnp.where(finite, loss, jnp.nan)
+        return new_p, new_o, jnp.where(keep, loss, jnp.nan)
 
+    def idle(p, o, h, batch: Batch, active):
+        return p, o, jnp.full(active.shape, jnp.nan)
+
+    # Runs stop early (patience) or on divergence (stop_run); else every run trains to the
+    # end, and a skip would only add a branch to compile.
+    stops = cfg.patience is not None or cfg.on_divergence == "stop_run"
     return place.over_runs(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)),
-                           (True, True, True, False, True))
+                           (True, True, True, False, True),
+                           stoppable=Stoppable(4, idle) if stops else None)
 
 
 def all_finite(tree) -> jax.Array:
