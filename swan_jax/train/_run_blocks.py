@@ -24,8 +24,8 @@ more than half of them train, then the training ones one at a time: vmapped, Fig
 3's ring k = 5 GPS epoch of 4 runs costs 2.6x one run's alone, so with 1 of 4 stopped,
 skipping it was 0.83x as fast; with 2 stopped 1.26-1.36x, with 3 2.35-2.57x
 (`benchmarks/stopped_runs.py`; docs/benchmarks-log.md, "Stopped runs skipped on a
-CPU"). Elsewhere the runs stay vmapped: a GPU computes them in
-parallel, and a conditional there reads its predicate back to the host.
+CPU"). Elsewhere the runs stay vmapped: a GPU computes them in parallel, and a
+conditional there reads its predicate back to the host.
 
 The training loop uses the device's layout alone (`Placement.over_runs`; with
 `shard_runs` inside each device's share); an explicit `B` is for callers that compare
@@ -45,8 +45,8 @@ import jax.numpy as jnp
 # (`by_device`). GraphProp's batch of 512 graphs is about 3 MB; the test suite's batches
 # and transfer's tiny graphs stay below and keep one vmapped program.
 CPU_ONE_AT_A_TIME_BYTES = 1 << 20
-# Whether a CPU skips stopped runs (`Stoppable`); False computes them, as before
-# (benchmarks compare the two).
+# Whether a CPU skips stopped runs (`Stoppable`); False computes them, as before (the
+# tests compare the two).
 SKIP_STOPPED = True
 
 
