@@ -501,6 +501,7 @@ def test_run_without_its_side_files_and_a_half_collected_folder(repro, capsys):
     runs = runs_md(repro)
     assert "- Problem: no collected.json (source and notes unknown)" in runs
     assert "- Problem: no config.toml" in runs
+    assert "- Files: `reproductions/transfer/` (results.json), collected" in runs
     assert "- Incomplete: " in out.read_text() and "graphprop: no results.json" in out.read_text()
     assert "__pycache__" not in out.read_text() + printed
 

@@ -21,7 +21,7 @@ from reproduce.results.blocks import (
     table,
 )
 from reproduce.results.sections import Shown
-from reproduce.results.store import MEASUREMENTS, Run
+from reproduce.results.store import CONFIG_FILE, MEASUREMENTS, RESULTS_FILE, Run
 
 SUMMARY_KEYS = {"metric", "best_hparams", "val_mean", "val_std", "test_mean", "test_std",
                 "seeds", "per_seed", "epochs_run", "diverged", "epochs_completed", "params",
@@ -120,7 +120,8 @@ def protocol_block(run: Run, proto: Mapping[str, Any]) -> list[str]:
             "the full data (official splits)" if "limit" in cfg else
             "as the experiment loads it (the configuration sets no size)")
     patience = cfg.get("patience")
-    lines = [f"- Files: `reproductions/{run.name}/` (results.json, config.toml), collected from "
+    files = ", ".join(f for f in (RESULTS_FILE, CONFIG_FILE) if (run.folder / f).exists())
+    lines = [f"- Files: `reproductions/{run.name}/` ({files}), collected from "
              f"`{coll.get('source', '?')}` on {coll.get('collected', '?')}",
              f"- Machine: {protocol.machine_line(run.machine)}",
              f"- Data: {data}",
