@@ -62,7 +62,8 @@ def measure(topology: str, distance: int, counts: list[int], rounds: int
     with tempfile.TemporaryDirectory() as tmp:
         programs = {}
         unstoppable = {"patience": None, "on_divergence": "raise"}
-        for name, train in (("computed", unstoppable), ("skipped", {})):
+        protocol = {"epochs": 2000}  # a short program would compute its stopped runs
+        for name, train in (("computed", unstoppable), ("skipped", protocol)):
             prog, state = _program(topology, distance, Path(tmp) / name, **train)
             runs = state.num_runs
             if not all(0 < c < runs for c in counts):

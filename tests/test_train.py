@@ -159,15 +159,29 @@ def test_a_stopped_run_is_skipped_and_its_loss_is_nan(monkeypatch, capsys):
     """Runs that stop early at different epochs: skipping their steps changes no run's
     epochs or scores (the training runs' steps are computed one at a time then: rounding
     only); a stopped run's training loss is NaN from its stop, skipped or computed, the
-    same before; the epoch lines show the training runs' mean loss."""
+    same before; the epoch lines show the training runs' mean loss. A short program asks
+    for no skip (its second compiled branch would not pay)."""
+    from swan_jax.train import _placement
+
+    asked = []
+
+    def spy(fn, runs, *, stoppable=None):
+        asked.append(stoppable is not None)
+        return _run_blocks.by_device(fn, runs, stoppable=stoppable)
+
+    monkeypatch.setattr(_placement, "by_device", spy)
     data = splits(line_swap_dataset())
-    cfg = TrainConfig(epochs=40, batch_size=4, seeds=(0, 1), patience=3, learning_rate=3e-2,
-                      progress=False)
+    cfg = TrainConfig(epochs=_run_blocks.MIN_SKIP_EPOCHS, batch_size=4, seeds=(0, 1),
+                      patience=3, learning_rate=3e-2, progress=False)
+    train(model_fn, data, dataclasses.replace(cfg, epochs=cfg.epochs - 1), GRID)
+    assert asked and not any(asked)  # the step and the prediction: no skip
     results = {}
     for skip in (True, False):
         monkeypatch.setattr(_run_blocks, "SKIP_STOPPED", skip)
         capsys.readouterr()
+        asked.clear()
         results[skip] = train(model_fn, data, cfg, GRID)
+        assert sorted(asked) == [False, True]  # the prediction, the step
         losses = re.findall(r"^epoch \d+/\d+  loss (\S+)", capsys.readouterr().err, re.M)
         assert len(losses) == len(results[skip].history) and "nan" not in losses
     skipped, computed = results[True], results[False]

@@ -16,16 +16,17 @@ differ from it by the width's rounding (XLA folds the product of the shared oper
 every run's weights into one matrix product whose blocking follows its size:
 `benchmarks/run_width_bits.py`).
 
-On a CPU stopped runs are skipped (`Stoppable`: a training step's runs stop early or
-on divergence); under a vmap a stopped run costs a training run's step (Figure 3's GPS
-cells spent 19-24% of their epochs on stopped runs). One at a time, each run's step is
-a `lax.cond` on its `active` flag. All at once, the program computes every run while
-more than half of them train, then the training ones one at a time: vmapped, Figure
-3's ring k = 5 GPS epoch of 4 runs costs 2.6x one run's alone, so with 1 of 4 stopped,
-skipping it was 0.83x as fast; with 2 stopped 1.26-1.36x, with 3 2.35-2.57x
-(`benchmarks/stopped_runs.py`; docs/benchmarks-log.md, "Stopped runs skipped on a
-CPU"). Elsewhere the runs stay vmapped: a GPU computes them in parallel, and a
-conditional there reads its predicate back to the host.
+On a CPU stopped runs are skipped (`Stoppable`: a training step's runs stop early or on
+divergence, in a program of at least `MIN_SKIP_EPOCHS` epochs). Under a vmap a stopped
+run costs a training run's step (Figure 3's GPS cells spent 19-24% of their epochs on
+stopped runs). One at a time, each run's step is a `lax.cond` on its `active` flag. All
+at once, the program computes every run while more than half of them train, then the
+training ones one at a time. Vmapped, Figure 3's ring k = 5 GPS epoch of 4 runs costs
+2.6x one run's alone, so with 1 of 4 stopped, skipping it was 0.83x as fast; with 2
+stopped 1.26-1.36x, with 3 2.35-2.57x (`benchmarks/stopped_runs.py`;
+docs/benchmarks-log.md, "Stopped runs skipped on a CPU"). Elsewhere the runs stay
+vmapped: a GPU computes them in parallel, and a conditional there reads its predicate
+back to the host.
 
 The training loop uses the device's layout alone (`Placement.over_runs`; with
 `shard_runs` inside each device's share); an explicit `B` is for callers that compare
@@ -48,6 +49,10 @@ CPU_ONE_AT_A_TIME_BYTES = 1 << 20
 # Whether a CPU skips stopped runs (`Stoppable`); False computes them, as before (the
 # tests compare the two).
 SKIP_STOPPED = True
+# A program of fewer epochs computes its stopped runs: all at once, the skip compiles the
+# step a second time (a tiny 2-epoch program's compile 3.2 -> 4.5 s), which only a long
+# run repays.
+MIN_SKIP_EPOCHS = 50
 
 
 class Stoppable(NamedTuple):

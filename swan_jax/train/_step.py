@@ -13,7 +13,7 @@ from swan_jax.losses import get_batch_loss
 from swan_jax.train._config import ModelFn, TrainConfig
 from swan_jax.train._optim import make_tx
 from swan_jax.train._placement import Placement, batch_targets
-from swan_jax.train._run_blocks import Stoppable
+from swan_jax.train._run_blocks import MIN_SKIP_EPOCHS, Stoppable
 from swan_jax.train._splits import SPLIT_AXIS
 
 
@@ -62,8 +62,9 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
         return p, o, jnp.full(active.shape, jnp.nan)
 
     # Runs stop early (patience) or on divergence (stop_run); else every run trains to the
-    # end, and a skip would only add a branch to compile.
-    stops = cfg.patience is not None or cfg.on_divergence == "stop_run"
+    # end, and a skip would only add a branch to compile (as in a short program).
+    stops = ((cfg.patience is not None or cfg.on_divergence == "stop_run")
+             and cfg.epochs >= MIN_SKIP_EPOCHS)
     return place.over_runs(jax.vmap(step_one, in_axes=(0, 0, 0, None, 0)),
                            (True, True, True, False, True),
                            stoppable=Stoppable(4, idle) if stops else None)
