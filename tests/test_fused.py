@@ -45,7 +45,7 @@ def _train(data, grid, per_call: int, **settings):
 
 def _records(result) -> str:
     """The history without timings, as JSON: floats written exactly (`repr`), and NaN
-    (a stopped run's skipped training loss) equal to NaN."""
+    (a stopped run's training loss) equal to NaN."""
     return json.dumps([{k: v for k, v in h.items() if k != "seconds"}
                        for h in result.history])
 

@@ -13,9 +13,8 @@
 - "off": nothing (`quiet=True`, `--quiet`).
 
 Loss, validation and best values are means over the runs that have not diverged (the
-loss over those that trained: a stopped run's loss is NaN); the
-best epoch is the latest epoch at which one of them improved (1-based, as the epoch
-count).
+loss over those that trained: a stopped run's loss is NaN); the best epoch is the
+latest epoch at which one of them improved (1-based, as the epoch count).
 
 The pace is measured on the wall clock between two reports, so that it covers all an
 epoch costs (training, evaluation, the checkpoint written every epoch with

@@ -36,7 +36,7 @@ def step_function(model_fn: ModelFn, cfg: TrainConfig, place: Placement | None =
     with a leading `[runs]` axis. A stopped run
     (`active` False) or a non-finite loss or gradient leaves that run's state unchanged;
     the loss comes back NaN for a non-finite step and for a stopped run (whose step a CPU
-    skips: `_run_blocks.Stoppable`). `hp["learning_rate"]` may change from
+    skips in a long program: `_run_blocks.Stoppable`). `hp["learning_rate"]` may change from
     call to call (schedules): it is an argument, not a constant.
     """
     place = Placement(cfg.data_parallel) if place is None else place
